@@ -1,0 +1,1 @@
+//! Confinement (placeholder, being written).

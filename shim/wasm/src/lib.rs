@@ -1,0 +1,1 @@
+//! OCI-wasm host (placeholder, being written).
