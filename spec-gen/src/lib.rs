@@ -4,3 +4,4 @@
 
 pub mod annotations;
 pub mod units;
+pub mod syscalls;
