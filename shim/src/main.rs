@@ -1,1 +1,106 @@
-fn main() {}
+//! `sandboy`: a runc-compatible OCI runtime on libcontainer that confines
+//! every container's init with Landlock and seccomp right before execve, and
+//! runs WebAssembly components as containers.
+//!
+//! Layout: `cli` (flags) → `commands/*` (one per subcommand) → `ops`
+//! (container operations on libcontainer) → `executor` (what runs inside the
+//! init: confinement, then the payload). `error` maps failures to exit codes.
+
+mod bundle;
+mod cli;
+mod commands;
+mod error;
+mod executor;
+mod logging;
+mod ops;
+mod output;
+mod timeout;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, LogFormat};
+use crate::error::{Failure, Result};
+use crate::ops::Runtime;
+
+fn main() {
+    let cli = Cli::parse();
+    if cli.global.version {
+        print_version();
+        return;
+    }
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        let _ = Cli::command().print_help();
+        std::process::exit(2);
+    };
+    // CVE-2019-5736: a container must never be able to reach (and overwrite)
+    // the runtime binary through /proc/self/exe. Commands that put a process
+    // into a container run from a sealed memfd copy of the binary.
+    if matches!(command, Command::Create(_) | Command::Run(_) | Command::Exec(_)) {
+        if let Err(e) = pentacle::ensure_sealed() {
+            eprintln!("sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}");
+            std::process::exit(1);
+        }
+    }
+    let format = match cli.global.log_format {
+        LogFormat::Text => logging::Format::Text,
+        LogFormat::Json => logging::Format::Json,
+    };
+    if let Err(e) = logging::init(format, cli.global.log.as_deref(), cli.global.debug) {
+        eprintln!(
+            "sandboy: cannot open log file {}: {e}",
+            cli.global.log.as_deref().unwrap_or(std::path::Path::new("-")).display()
+        );
+        std::process::exit(1);
+    }
+    if cli.global.criu.is_some() || cli.global.rootless.is_some() || cli.global.log_level.is_some() {
+        tracing::debug!("ignoring runc-only global flags (--criu, --rootless, --log-level)");
+    }
+    tracing::debug!(args = ?std::env::args().collect::<Vec<_>>(), "invoked");
+
+    let code = match dispatch(&cli.global, command) {
+        Ok(code) => code,
+        Err(failure) => {
+            if cli.global.log.is_some() {
+                tracing::error!("{}", failure.message);
+            }
+            eprintln!("sandboy: {}", failure.message);
+            failure.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
+    use commands::*;
+    let rt = || Runtime::new(global.root.clone(), global.systemd_cgroup);
+    match command {
+        Command::Create(a) => create::run(&rt()?, a),
+        Command::Start(a) => start::run(&rt()?, a),
+        Command::Run(a) => run::run(&rt()?, a),
+        Command::State(a) => state::run(&rt()?, a),
+        Command::Kill(a) => kill::run(&rt()?, a),
+        Command::Delete(a) => delete::run(&rt()?, a),
+        Command::Exec(a) => exec::run(&rt()?, a),
+        Command::Ps(a) => ps::run(&rt()?, a),
+        Command::List(a) => list::run(&rt()?, a),
+        Command::Pause(a) => pause::pause(&rt()?, a),
+        Command::Resume(a) => pause::resume(&rt()?, a),
+        Command::Events(a) => events::run(&rt()?, a),
+        Command::Update(a) => update::run(&rt()?, a),
+        Command::Features => features::run(),
+        Command::Spec(a) => spec::run(a),
+        Command::Checkpoint(_) | Command::Restore(_) => Err(Failure::runtime(
+            "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
+        )),
+        Command::Wrap(_) => Err(Failure::runtime("wrap: not available in this build yet")),
+    }
+}
+
+fn print_version() {
+    output::line(&format!(
+        "sandboy version {}\nspec: {}\nlibcontainer: 0.7.0",
+        env!("CARGO_PKG_VERSION"),
+        oci_spec::runtime::VERSION
+    ));
+}

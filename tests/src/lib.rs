@@ -1,1 +1,276 @@
-//! Shared harness for the integration suites (being written).
+//! Shared harness for the integration suites: locating the binaries,
+//! building busybox bundles, running runtimes, and guards that always clean
+//! up (delete --force, state dir) even when a test fails.
+//!
+//! Tests here start real containers as root. A test that cannot run on this
+//! machine calls [`skip`], which prints `SKIPPED: <reason>` and records it so
+//! `make test` reports the count; it never passes silently.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Cargo's target directory for this build.
+pub fn target_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(d);
+    }
+    repo().join("target")
+}
+
+/// The `sandboy` binary under test: `$SANDBOY_BIN`, else the debug build.
+pub fn sandboy_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("SANDBOY_BIN") {
+        return PathBuf::from(p);
+    }
+    target_dir().join("debug/sandboy")
+}
+
+/// The `sandboy-spec-gen` binary under test.
+pub fn spec_gen_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("SANDBOY_SPEC_GEN_BIN") {
+        return PathBuf::from(p);
+    }
+    target_dir().join("debug/sandboy-spec-gen")
+}
+
+/// Print and record a skipped test. Returns nothing: call and `return`.
+pub fn skip(test: &str, reason: &str) {
+    println!("SKIPPED: {test}: {reason}");
+    eprintln!("SKIPPED: {test}: {reason}");
+    let log = std::env::var_os("SANDBOY_SKIP_LOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("skipped.log"));
+    if let Ok(mut f) = fs::OpenOptions::new().create(true).append(true).open(log) {
+        let _ = writeln!(f, "{test}: {reason}");
+    }
+}
+
+/// True when running as root; otherwise records a skip for `test`.
+pub fn need_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    skip(test, "needs root");
+    false
+}
+
+/// True when `bin` is on PATH; otherwise records a skip for `test`.
+pub fn need_tool(test: &str, bin: &str) -> bool {
+    if which(bin).is_some() {
+        return true;
+    }
+    skip(test, &format!("{bin} is not installed"));
+    false
+}
+
+pub fn which(bin: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p).map(|d| d.join(bin)).find(|f| f.is_file())
+    })
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A unique id for a container, readable in `list` output.
+pub fn unique_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A scratch directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> Self {
+        let p = std::env::temp_dir().join(unique_id(&format!("sandboy-{prefix}")));
+        fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // A rootfs may still be a mount point if a test failed mid-way.
+        let _ = Command::new("umount").arg("-R").arg("-l").arg(&self.0).stderr(Stdio::null()).status();
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A busybox bundle built by `bundles/busybox.sh`.
+pub struct Bundle {
+    pub dir: TempDir,
+}
+
+impl Bundle {
+    pub fn busybox(args: &[&str]) -> Self {
+        let dir = TempDir::new("bundle");
+        let st = Command::new(repo().join("bundles/busybox.sh"))
+            .arg(dir.path())
+            .args(args)
+            .status()
+            .expect("run bundles/busybox.sh");
+        assert!(st.success(), "bundles/busybox.sh failed");
+        Bundle { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.path().join("config.json")
+    }
+
+    pub fn config(&self) -> serde_json::Value {
+        serde_json::from_slice(&fs::read(self.config_path()).unwrap()).unwrap()
+    }
+
+    /// Edit config.json in place.
+    pub fn edit(&self, f: impl FnOnce(&mut serde_json::Value)) -> &Self {
+        let mut v = self.config();
+        f(&mut v);
+        fs::write(self.config_path(), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+        self
+    }
+
+    pub fn rootfs(&self) -> PathBuf {
+        self.path().join("rootfs")
+    }
+}
+
+/// A runtime binary with its own state root (so runs never collide).
+pub struct Runtime {
+    pub name: String,
+    pub bin: PathBuf,
+    pub root: TempDir,
+}
+
+impl Runtime {
+    pub fn sandboy() -> Self {
+        Self::new("sandboy", sandboy_bin())
+    }
+
+    /// runc, if installed.
+    pub fn runc() -> Option<Self> {
+        which("runc").map(|b| Self::new("runc", b))
+    }
+
+    pub fn new(name: &str, bin: PathBuf) -> Self {
+        Runtime { name: name.into(), bin, root: TempDir::new(&format!("root-{name}")) }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.arg("--root").arg(self.root.path());
+        c
+    }
+
+    /// Run a subcommand, capturing output, stdin from /dev/null.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).stdin(Stdio::null()).output().expect("spawn runtime")
+    }
+
+    /// `state` as JSON (panics with the runtime's stderr if it fails).
+    pub fn state(&self, id: &str) -> serde_json::Value {
+        let o = self.run(&["state", id]);
+        assert!(o.status.success(), "{} state {id}: {}", self.name, String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    pub fn status(&self, id: &str) -> String {
+        self.state(id)["status"].as_str().unwrap().to_owned()
+    }
+
+    /// Poll until `status` is reached (or panic after ~10 s).
+    pub fn wait_status(&self, id: &str, want: &str) {
+        for _ in 0..200 {
+            if self.status(id) == want {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("{} container {id} never reached {want}", self.name);
+    }
+
+    /// A guard that deletes `id` with --force when dropped.
+    pub fn guard(&self, id: &str) -> Guard<'_> {
+        Guard { rt: self, id: id.to_owned() }
+    }
+}
+
+/// Deletes its container with --force on drop, whatever happened.
+pub struct Guard<'a> {
+    rt: &'a Runtime,
+    pub id: String,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        let _ = self.rt.run(&["delete", "--force", &self.id]);
+    }
+}
+
+/// Text of a process output stream.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Assert on an Output, printing both streams on failure.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status; stdout: {}\nstderr: {}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+/// Cgroup directories named after a container id anywhere under
+/// /sys/fs/cgroup (v1 controllers and the unified hierarchy).
+pub fn cgroups_named(id: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![PathBuf::from("/sys/fs/cgroup")];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                let p = e.path();
+                if p.file_name().is_some_and(|n| n.to_string_lossy().contains(id)) {
+                    found.push(p.clone());
+                }
+                // Only descend a few levels: containers live shallow.
+                if p.components().count() < 8 {
+                    stack.push(p);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Mount points whose path mentions `needle`.
+pub fn mounts_mentioning(needle: &str) -> Vec<String> {
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(String::from)
+        .collect()
+}

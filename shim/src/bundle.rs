@@ -1,0 +1,123 @@
+//! Reading and checking a bundle before libcontainer sees it, so that a bad
+//! `config.json` is reported with file:line:column and exit 2, and nothing
+//! has been created yet when it is.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use oci_spec::runtime::Spec;
+use sandboy_spec_gen::annotations::{self, LandlockRuleset, WasmLimits};
+use sandboy_spec_gen::units::Span;
+
+use crate::error::{Failure, Result};
+
+/// A bundle whose config.json parsed and passed sandboy's checks.
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub spec: Spec,
+}
+
+impl Bundle {
+    pub fn load(dir: &Path) -> Result<Self> {
+        let dir = fs::canonicalize(dir).map_err(|e| {
+            Failure::config(format!(
+                "bundle {}: {e}; pass --bundle with a directory holding config.json",
+                dir.display()
+            ))
+        })?;
+        let path = dir.join("config.json");
+        let text = fs::read(&path).map_err(|e| {
+            Failure::config(format!(
+                "{}: {e}; a bundle needs a config.json (create one with `sandboy spec` or `sandboy-spec-gen generate`)",
+                path.display()
+            ))
+        })?;
+        let spec: Spec = serde_json::from_slice(&text).map_err(|e| {
+            Failure::config(format!(
+                "{}:{}:{}: invalid config.json: {}; fix the field to match the OCI runtime-spec",
+                path.display(),
+                e.line(),
+                e.column(),
+                strip_location(&e.to_string())
+            ))
+        })?;
+        check(&spec, &dir, &path)?;
+        Ok(Self { dir, spec })
+    }
+}
+
+fn strip_location(msg: &str) -> &str {
+    msg.rsplit_once(" at line ").map_or(msg, |(m, _)| m)
+}
+
+/// Checks libcontainer would only notice after forking, or not at all.
+fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
+    let at = path.display();
+    if !spec.version().starts_with("1.") {
+        return Err(Failure::config(format!(
+            "{at}: ociVersion {:?} is not supported; use a 1.x runtime-spec version",
+            spec.version()
+        )));
+    }
+    let process = spec.process().as_ref().ok_or_else(|| {
+        Failure::config(format!("{at}: \"process\" is missing; add a process with args"))
+    })?;
+    if process.args().as_ref().is_none_or(|a| a.is_empty()) {
+        return Err(Failure::config(format!(
+            "{at}: process.args is empty; give the command to run, e.g. [\"/bin/sh\"]"
+        )));
+    }
+    if !process.cwd().is_absolute() {
+        return Err(Failure::config(format!(
+            "{at}: process.cwd {:?} must be an absolute path",
+            process.cwd()
+        )));
+    }
+    let root = spec.root().as_ref().ok_or_else(|| {
+        Failure::config(format!("{at}: \"root\" is missing; set root.path to the rootfs"))
+    })?;
+    let rootfs = dir.join(root.path());
+    if !rootfs.is_dir() {
+        return Err(Failure::config(format!(
+            "{at}: root.path {} does not exist or is not a directory",
+            rootfs.display()
+        )));
+    }
+    if spec.linux().is_none() {
+        return Err(Failure::config(format!("{at}: \"linux\" is missing")));
+    }
+    Annotations::decode(spec).map_err(|e| e.context(at))?;
+    Ok(())
+}
+
+/// sandboy's annotations, decoded.
+#[derive(Debug, Clone, Default)]
+pub struct Annotations {
+    pub landlock: Option<LandlockRuleset>,
+    pub timeout: Option<Span>,
+    pub wasm_limits: Option<WasmLimits>,
+}
+
+impl Annotations {
+    pub fn decode(spec: &Spec) -> Result<Self> {
+        let mut out = Annotations::default();
+        let Some(map) = spec.annotations() else {
+            return Ok(out);
+        };
+        if let Some(v) = map.get(annotations::LANDLOCK) {
+            out.landlock = Some(
+                LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?,
+            );
+        }
+        if let Some(v) = map.get(annotations::TIMEOUT) {
+            out.timeout = Some(Span::parse(v).map_err(|e| {
+                Failure::config(format!("annotation {}: {e}", annotations::TIMEOUT))
+            })?);
+        }
+        if let Some(v) = map.get(annotations::WASM_LIMITS) {
+            out.wasm_limits =
+                Some(WasmLimits::decode(v).map_err(|e| Failure::config(e.to_string()))?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,319 @@
+//! Command-line surface, flag for flag with runc (SPEC §3), plus `wrap`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sandboy",
+    about = "A runc-compatible OCI runtime that confines containers with Landlock and seccomp",
+    disable_version_flag = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Args, Debug)]
+pub struct Global {
+    /// Root directory for container state.
+    #[arg(long, global = true, default_value = "/run/sandboy")]
+    pub root: PathBuf,
+    /// Log file (default: stderr).
+    #[arg(long, global = true)]
+    pub log: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Debug logging.
+    #[arg(long, global = true)]
+    pub debug: bool,
+    /// Use the systemd cgroup manager (not available in this build).
+    #[arg(long, global = true)]
+    pub systemd_cgroup: bool,
+    /// Print the version.
+    #[arg(short = 'v', long)]
+    pub version: bool,
+    /// Accepted for runc compatibility and ignored.
+    #[arg(long, global = true, hide = true)]
+    pub criu: Option<String>,
+    /// Accepted for runc compatibility and ignored.
+    #[arg(long, global = true, hide = true, num_args = 0..=1, default_missing_value = "true")]
+    pub rootless: Option<String>,
+    /// Accepted for runc compatibility and ignored.
+    #[arg(long, global = true, hide = true)]
+    pub log_level: Option<String>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create a container.
+    Create(Create),
+    /// Start a created container.
+    Start(Id),
+    /// Create and start a container.
+    Run(Run),
+    /// Output the state of a container.
+    State(Id),
+    /// Send a signal to the container's init process.
+    Kill(Kill),
+    /// Delete a container.
+    Delete(Delete),
+    /// Execute a new process inside the container.
+    Exec(Exec),
+    /// Display the processes running inside a container.
+    Ps(Ps),
+    /// List containers started by sandboy with the given root.
+    List(List),
+    /// Suspend all processes in the container.
+    Pause(Id),
+    /// Resume all processes that have been previously paused.
+    Resume(Id),
+    /// Display container events such as OOM notifications and resource stats.
+    Events(Events),
+    /// Update container resource constraints.
+    Update(Update),
+    /// Show the enabled features (runtime-spec features JSON).
+    Features,
+    /// Create a new specification file (config.json).
+    Spec(SpecCmd),
+    /// Checkpoint a running container (not supported).
+    Checkpoint(Passthrough),
+    /// Restore a container from a checkpoint (not supported).
+    Restore(Passthrough),
+    /// Run a command confined by a policy, on the host's own filesystem.
+    Wrap(Wrap),
+}
+
+#[derive(Args, Debug)]
+pub struct Id {
+    pub container_id: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CreateOpts {
+    /// Path to the bundle directory.
+    #[arg(short, long, default_value = ".")]
+    pub bundle: PathBuf,
+    /// Unix socket that receives the pty master fd.
+    #[arg(long)]
+    pub console_socket: Option<PathBuf>,
+    /// File to write the container init's pid to.
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+    /// Do not use pivot_root to jail the process inside the rootfs.
+    #[arg(long)]
+    pub no_pivot: bool,
+    /// Do not create a new session keyring.
+    #[arg(long)]
+    pub no_new_keyring: bool,
+    /// Pass N additional fds (3..3+N) to the container.
+    #[arg(long, default_value_t = 0)]
+    pub preserve_fds: i32,
+}
+
+#[derive(Args, Debug)]
+pub struct Create {
+    #[command(flatten)]
+    pub opts: CreateOpts,
+    pub container_id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Run {
+    #[command(flatten)]
+    pub opts: CreateOpts,
+    /// Detach from the container's process.
+    #[arg(short, long)]
+    pub detach: bool,
+    /// Keep the container's state after it exits.
+    #[arg(long)]
+    pub keep: bool,
+    /// Accepted for runc compatibility and ignored.
+    #[arg(long, hide = true)]
+    pub no_subreaper: bool,
+    pub container_id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Kill {
+    /// Send the signal to all processes in the container.
+    #[arg(short, long)]
+    pub all: bool,
+    pub container_id: String,
+    /// Signal name or number.
+    #[arg(default_value = "SIGTERM")]
+    pub signal: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Delete {
+    /// Kill the container first if it is running.
+    #[arg(short, long)]
+    pub force: bool,
+    pub container_id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Exec {
+    /// Path to a process.json.
+    #[arg(short, long)]
+    pub process: Option<PathBuf>,
+    /// Allocate a pseudo-TTY.
+    #[arg(short, long)]
+    pub tty: bool,
+    /// Detach from the process.
+    #[arg(short, long)]
+    pub detach: bool,
+    #[arg(long)]
+    pub pid_file: Option<PathBuf>,
+    #[arg(long)]
+    pub console_socket: Option<PathBuf>,
+    /// Working directory inside the container.
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Environment variables (KEY=VALUE).
+    #[arg(short, long)]
+    pub env: Vec<String>,
+    /// UID[:GID].
+    #[arg(short, long)]
+    pub user: Option<String>,
+    /// Additional gids.
+    #[arg(short = 'g', long = "additional-gids")]
+    pub additional_gids: Vec<u32>,
+    /// Add a capability.
+    #[arg(short, long)]
+    pub cap: Vec<String>,
+    #[arg(long)]
+    pub no_new_privs: bool,
+    #[arg(long, default_value_t = 0)]
+    pub preserve_fds: i32,
+    #[arg(long)]
+    pub apparmor: Option<String>,
+    #[arg(long)]
+    pub process_label: Option<String>,
+    #[arg(long)]
+    pub ignore_paused: bool,
+    #[arg(long)]
+    pub cgroup: Option<String>,
+    pub container_id: String,
+    /// Command and arguments (unless --process).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Ps {
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub format: Format,
+    pub container_id: String,
+    /// Options passed to ps(1) for the table format.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub ps_options: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct List {
+    #[arg(short, long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Display only container ids.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct Events {
+    /// Stats collection interval (e.g. 5s).
+    #[arg(long, default_value = "5s")]
+    pub interval: String,
+    /// Display the container's stats once, then exit.
+    #[arg(long)]
+    pub stats: bool,
+    pub container_id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct Update {
+    /// Path to a JSON file with linux resources ('-' for stdin).
+    #[arg(short, long)]
+    pub resources: Option<PathBuf>,
+    #[arg(long)]
+    pub blkio_weight: Option<u16>,
+    #[arg(long)]
+    pub cpu_period: Option<u64>,
+    #[arg(long)]
+    pub cpu_quota: Option<i64>,
+    #[arg(long = "cpu-share")]
+    pub cpu_share: Option<u64>,
+    #[arg(long)]
+    pub cpu_rt_period: Option<u64>,
+    #[arg(long)]
+    pub cpu_rt_runtime: Option<i64>,
+    #[arg(long)]
+    pub cpuset_cpus: Option<String>,
+    #[arg(long)]
+    pub cpuset_mems: Option<String>,
+    /// Memory limit (bytes, or with k/m/g suffix).
+    #[arg(long)]
+    pub memory: Option<String>,
+    #[arg(long)]
+    pub memory_reservation: Option<String>,
+    #[arg(long)]
+    pub memory_swap: Option<String>,
+    /// Accepted for runc compatibility; kernel memory is not supported by the kernel.
+    #[arg(long, hide = true)]
+    pub kernel_memory: Option<String>,
+    #[arg(long, hide = true)]
+    pub kernel_memory_tcp: Option<String>,
+    #[arg(long)]
+    pub pids_limit: Option<i64>,
+    #[arg(long, hide = true)]
+    pub l3_cache_schema: Option<String>,
+    #[arg(long, hide = true)]
+    pub mem_bw_schema: Option<String>,
+    pub container_id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct SpecCmd {
+    /// Directory to write config.json into.
+    #[arg(short, long)]
+    pub bundle: Option<PathBuf>,
+    /// Generate a spec for a rootless container.
+    #[arg(long)]
+    pub rootless: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct Passthrough {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Wrap {
+    /// The owen.policy.toml to confine the command with.
+    #[arg(long)]
+    pub policy: PathBuf,
+    /// Container id (default: generated).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}

@@ -1,0 +1,17 @@
+use crate::cli::Id;
+use crate::error::Result;
+use crate::ops::{require, Runtime};
+
+pub fn pause(rt: &Runtime, args: Id) -> Result<i32> {
+    let mut c = rt.load(&args.container_id)?;
+    require(&c, c.can_pause(), "pause")?;
+    c.pause()?;
+    Ok(0)
+}
+
+pub fn resume(rt: &Runtime, args: Id) -> Result<i32> {
+    let mut c = rt.load(&args.container_id)?;
+    require(&c, c.can_resume(), "resume")?;
+    c.resume()?;
+    Ok(0)
+}

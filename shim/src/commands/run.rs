@@ -1,0 +1,82 @@
+//! `run`: create + start, then (unless detached) wait for the init process,
+//! forwarding signals to it as runc does, and delete the container after.
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::signalfd::SigSet;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use crate::cli::Run;
+use crate::commands::exit_status;
+use crate::error::{Failure, Result};
+use crate::ops::Runtime;
+
+pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
+    // Block signals before the container exists, so that an init that exits
+    // at once cannot have its SIGCHLD discarded before we wait for it.
+    let signals = SigSet::all();
+    if !args.detach {
+        // SAFETY-free: nix wraps pthread_sigmask; no threads exist yet.
+        signals.thread_block()?;
+        become_subreaper()?;
+    }
+    let mut container = rt.create(&args.container_id, &args.opts, args.detach)?;
+    if let Err(e) = container.start() {
+        let _ = container.delete(true);
+        rt.remove_leftovers(&args.container_id);
+        return Err(Failure::from(e).context("starting container"));
+    }
+    crate::timeout::watch(rt, &container)?;
+    if args.detach {
+        return Ok(0);
+    }
+    let pid = container
+        .pid()
+        .ok_or_else(|| Failure::runtime("container has no init pid after start"))?;
+    let status = foreground(pid, &signals);
+    if !args.keep {
+        if let Err(e) = container.delete(true) {
+            tracing::warn!(id = %args.container_id, error = %crate::error::chain(&e), "delete after run failed");
+        }
+        rt.remove_leftovers(&args.container_id);
+    }
+    status
+}
+
+/// The init is our grandchild (libcontainer double-forks); as a subreaper we
+/// are the one who sees it exit.
+fn become_subreaper() -> Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))
+}
+
+fn foreground(init: Pid, signals: &SigSet) -> Result<i32> {
+    loop {
+        if let Some(code) = reap(init)? {
+            return Ok(code);
+        }
+        match signals.wait()? {
+            Signal::SIGCHLD => continue,
+            // Go's runtime preemption signal in runc; never meant for the payload.
+            Signal::SIGURG => continue,
+            sig => {
+                if let Err(e) = kill(init, sig) {
+                    tracing::warn!(?sig, error = %e, "failed to forward signal to container init");
+                }
+            }
+        }
+    }
+}
+
+/// Reap every exited child; the init's status once it is among them.
+fn reap(init: Pid) -> Result<Option<i32>> {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return Ok(None),
+            Ok(status) if status.pid() == Some(init) => return Ok(Some(exit_status(status))),
+            Ok(_) => continue,
+            Err(nix::errno::Errno::ECHILD) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

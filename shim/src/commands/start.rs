@@ -1,0 +1,10 @@
+use crate::cli::Id;
+use crate::error::Result;
+use crate::ops::{require, Runtime};
+
+pub fn run(rt: &Runtime, args: Id) -> Result<i32> {
+    let mut c = rt.load(&args.container_id)?;
+    require(&c, c.can_start(), "start")?;
+    c.start()?;
+    Ok(0)
+}

@@ -1,0 +1,136 @@
+use std::io::Read;
+
+use libcgroups::common::{create_cgroup_manager, CgroupConfig, CgroupManager, ControllerOpt};
+use oci_spec::runtime::{
+    LinuxBlockIoBuilder, LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources,
+};
+
+use crate::cli::Update;
+use crate::error::{Failure, Result};
+use crate::ops::Runtime;
+
+pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
+    let resources = match &args.resources {
+        Some(path) => read_resources(path)?,
+        None => from_flags(&args)?,
+    };
+    let c = rt.load(&args.container_id)?;
+    let config = c.spec()?;
+    let manager = create_cgroup_manager(CgroupConfig {
+        cgroup_path: config.cgroup_path,
+        systemd_cgroup: c.systemd(),
+        container_name: c.id().to_owned(),
+    })
+    .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))?;
+    manager
+        .apply(&ControllerOpt {
+            resources: &resources,
+            disable_oom_killer: false,
+            oom_score_adj: None,
+            freezer_state: None,
+        })
+        .map_err(|e| Failure::runtime(format!("updating resources of {}: {e}", c.id())))?;
+    Ok(0)
+}
+
+fn read_resources(path: &std::path::Path) -> Result<LinuxResources> {
+    let mut text = Vec::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut text)?;
+    } else {
+        text = std::fs::read(path)
+            .map_err(|e| Failure::config(format!("--resources {}: {e}", path.display())))?;
+    }
+    serde_json::from_slice(&text).map_err(|e| {
+        Failure::config(format!(
+            "{}:{}:{}: invalid linux resources JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+/// Memory as runc takes it: bytes, or a number with k/m/g (binary) suffix;
+/// -1 for unlimited.
+fn mem(flag: &str, v: &Option<String>) -> Result<Option<i64>> {
+    let Some(v) = v else { return Ok(None) };
+    let t = v.trim().to_ascii_lowercase();
+    let t = t.trim_end_matches('b');
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1i64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    num.parse::<i64>()
+        .ok()
+        .and_then(|n| if n == -1 { Some(-1) } else { n.checked_mul(mult) })
+        .map(Some)
+        .ok_or_else(|| Failure::usage(format!("--{flag} {v:?}: expected bytes or a size like 512m")))
+}
+
+fn from_flags(a: &Update) -> Result<LinuxResources> {
+    let bad = |e: oci_spec::OciSpecError| Failure::usage(e.to_string());
+    let mut r = LinuxResources::default();
+    let (limit, reservation, swap) = (
+        mem("memory", &a.memory)?,
+        mem("memory-reservation", &a.memory_reservation)?,
+        mem("memory-swap", &a.memory_swap)?,
+    );
+    if limit.is_some() || reservation.is_some() || swap.is_some() {
+        let mut m = LinuxMemoryBuilder::default();
+        if let Some(v) = limit {
+            m = m.limit(v);
+        }
+        if let Some(v) = reservation {
+            m = m.reservation(v);
+        }
+        if let Some(v) = swap {
+            m = m.swap(v);
+        }
+        r.set_memory(Some(m.build().map_err(bad)?));
+    }
+    if a.cpu_period.is_some()
+        || a.cpu_quota.is_some()
+        || a.cpu_share.is_some()
+        || a.cpu_rt_period.is_some()
+        || a.cpu_rt_runtime.is_some()
+        || a.cpuset_cpus.is_some()
+        || a.cpuset_mems.is_some()
+    {
+        let mut c = LinuxCpuBuilder::default();
+        if let Some(v) = a.cpu_period {
+            c = c.period(v);
+        }
+        if let Some(v) = a.cpu_quota {
+            c = c.quota(v);
+        }
+        if let Some(v) = a.cpu_share {
+            c = c.shares(v);
+        }
+        if let Some(v) = a.cpu_rt_period {
+            c = c.realtime_period(v);
+        }
+        if let Some(v) = a.cpu_rt_runtime {
+            c = c.realtime_runtime(v);
+        }
+        if let Some(v) = &a.cpuset_cpus {
+            c = c.cpus(v.clone());
+        }
+        if let Some(v) = &a.cpuset_mems {
+            c = c.mems(v.clone());
+        }
+        r.set_cpu(Some(c.build().map_err(bad)?));
+    }
+    if let Some(v) = a.pids_limit {
+        r.set_pids(Some(LinuxPidsBuilder::default().limit(v).build().map_err(bad)?));
+    }
+    if let Some(v) = a.blkio_weight {
+        r.set_block_io(Some(LinuxBlockIoBuilder::default().weight(v).build().map_err(bad)?));
+    }
+    if a.kernel_memory.is_some() || a.kernel_memory_tcp.is_some() {
+        tracing::debug!("kernel memory limits are ignored (not supported by the kernel)");
+    }
+    Ok(r)
+}

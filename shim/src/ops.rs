@@ -1,0 +1,198 @@
+//! Container operations on libcontainer: locating state, creating with
+//! sandboy's executor, and runc's wording for the common failures.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::{Container, ContainerStatus};
+use libcontainer::syscall::syscall::SyscallType;
+use oci_spec::runtime::LinuxNamespaceType;
+
+use crate::bundle::Bundle;
+use crate::cli::CreateOpts;
+use crate::error::{Failure, Result};
+use crate::executor::SandboyExecutor;
+
+/// Where the runtime keeps state, and how it manages cgroups.
+pub struct Runtime {
+    pub root: PathBuf,
+    pub systemd: bool,
+}
+
+/// Directory (under the state root) for rewritten bundles, see `create`.
+const SHADOW_DIR: &str = ".bundles";
+
+impl Runtime {
+    pub fn new(root: PathBuf, systemd: bool) -> Result<Self> {
+        fs::create_dir_all(&root).map_err(|e| {
+            Failure::runtime(format!("cannot create state root {}: {e}", root.display()))
+        })?;
+        let root = fs::canonicalize(&root)?;
+        Ok(Self { root, systemd })
+    }
+
+    fn dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        self.dir(id).join("state.json").exists()
+    }
+
+    /// Load a container with refreshed status.
+    pub fn load(&self, id: &str) -> Result<Container> {
+        validate_id(id)?;
+        if !self.exists(id) {
+            return Err(Failure::runtime("container does not exist"));
+        }
+        let mut c = Container::load(self.dir(id))
+            .map_err(|e| Failure::from(e).context(format!("loading state of {id}")))?;
+        c.refresh_status()?;
+        Ok(c)
+    }
+
+    /// Create a container: checks, then libcontainer, then cleanup on failure
+    /// so a failed create leaves no state, cgroup, mount or process.
+    pub fn create(&self, id: &str, opts: &CreateOpts, detach: bool) -> Result<Container> {
+        validate_id(id)?;
+        if self.dir(id).exists() {
+            return Err(Failure::runtime(format!("container with id exists: {id}")));
+        }
+        if self.systemd {
+            return Err(Failure::usage(
+                "--systemd-cgroup: the systemd cgroup manager is not built into sandboy; drop the flag (cgroupfs is used)",
+            ));
+        }
+        let bundle = Bundle::load(&opts.bundle)?;
+        let linux = bundle.spec.linux().as_ref().expect("checked by Bundle::load");
+        if linux
+            .namespaces()
+            .as_ref()
+            .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
+        {
+            return Err(Failure::config(format!(
+                "{}/config.json: user namespaces are not supported by sandboy yet (libcontainer 0.7 requires the systemd cgroup manager for them); remove the \"user\" namespace",
+                bundle.dir.display()
+            )));
+        }
+        let build_dir = self.shadow_if_needed(id, &bundle)?;
+
+        let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
+            .with_executor(SandboyExecutor::new(opts.preserve_fds))
+            .with_root_path(&self.root)
+            .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))
+            .map(|b| {
+                b.with_console_socket(opts.console_socket.as_ref())
+                    .with_preserved_fds(opts.preserve_fds)
+                    .as_init(build_dir.as_ref().unwrap_or(&bundle.dir))
+                    .with_systemd(false)
+                    .with_detach(detach)
+                    .with_no_pivot(opts.no_pivot)
+            })
+            .and_then(|b| b.build());
+
+        match result {
+            Ok(mut container) => {
+                if build_dir.is_some() {
+                    container.state.bundle = bundle.dir.clone();
+                    container.save()?;
+                }
+                Ok(container)
+            }
+            Err(err) => {
+                self.remove_leftovers(id);
+                Err(Failure::from(err))
+            }
+        }
+    }
+
+    /// libcontainer names cgroups `:youki:<id>` when the spec has no
+    /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
+    /// for such specs it gets a copy with `/sandboy/<id>` filled in.
+    fn shadow_if_needed(&self, id: &str, bundle: &Bundle) -> Result<Option<PathBuf>> {
+        let linux = bundle.spec.linux().as_ref().expect("checked by Bundle::load");
+        if linux.cgroups_path().is_some() {
+            return Ok(None);
+        }
+        let mut spec = bundle.spec.clone();
+        let mut linux = linux.clone();
+        linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
+        spec.set_linux(Some(linux));
+        if let Some(mut root) = spec.root().clone() {
+            root.set_path(bundle.dir.join(root.path()));
+            spec.set_root(Some(root));
+        }
+        let dir = self.root.join(SHADOW_DIR).join(id);
+        fs::create_dir_all(&dir)?;
+        let json = serde_json::to_vec(&spec).map_err(|e| Failure::runtime(e.to_string()))?;
+        fs::write(dir.join("config.json"), json)?;
+        Ok(Some(dir))
+    }
+
+    /// Remove what a failed create or a delete may leave.
+    pub fn remove_leftovers(&self, id: &str) {
+        let _ = fs::remove_dir_all(self.root.join(SHADOW_DIR).join(id));
+        let dir = self.dir(id);
+        if dir.exists() {
+            if let Err(e) = fs::remove_dir_all(&dir) {
+                tracing::warn!(id, error = %e, "could not remove state directory");
+            }
+        }
+    }
+
+    /// Ids of all containers under the root.
+    pub fn ids(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && self.exists(&name) {
+                ids.push(name);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// runc's id rules, checked before any path is built from the id.
+pub fn validate_id(id: &str) -> Result<()> {
+    ContainerBuilder::new(id.to_owned(), SyscallType::default())
+        .validate_id()
+        .map(|_| ())
+        .map_err(|e| Failure::usage(format!("invalid container id {id:?}: {e}")))
+}
+
+/// runc's wording when an operation needs a running container.
+pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
+    if ok {
+        return Ok(());
+    }
+    Err(Failure::runtime(match c.status() {
+        ContainerStatus::Stopped if what == "start" => {
+            "cannot start a container that has stopped".to_owned()
+        }
+        ContainerStatus::Running | ContainerStatus::Paused if what == "start" => {
+            "cannot start an already running container".to_owned()
+        }
+        ContainerStatus::Paused if what == "pause" => "container already paused".to_owned(),
+        _ if what == "resume" => "container not paused".to_owned(),
+        ContainerStatus::Paused if what == "kill" => "container paused".to_owned(),
+        _ => "container not running".to_owned(),
+    }))
+}
+
+/// Canonical bundle path for display.
+pub fn rootfs_of(c: &Container) -> PathBuf {
+    c.spec()
+        .ok()
+        .and_then(|_| {
+            fs::read(c.bundle().join("config.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
+        })
+        .map(|p| if p.is_absolute() { p } else { c.bundle().join(p) })
+        .unwrap_or_else(|| Path::new("").to_path_buf())
+}
