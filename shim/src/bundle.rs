@@ -86,7 +86,19 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
     if spec.linux().is_none() {
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));
     }
-    Annotations::decode(spec).map_err(|e| e.context(at))?;
+    let decoded = Annotations::decode(spec).map_err(|e| e.context(&at))?;
+    // What can be checked without the kernel is checked here, so a bad
+    // ruleset or profile is a config error (exit 2) before anything exists;
+    // the container's init then only meets kernel failures.
+    if let Some(rs) = &decoded.landlock {
+        sandboy_confine::landlock::rule_bits(rs).map_err(|e| {
+            Failure::config(format!("{at}: annotation {}: {e}", annotations::LANDLOCK))
+        })?;
+    }
+    if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
+        sandboy_confine::seccomp::compile(profile)
+            .map_err(|e| Failure::config(format!("{at}: linux.seccomp: {e}")))?;
+    }
     Ok(())
 }
 

@@ -1,31 +1,51 @@
 //! The payload side of the container's init: libcontainer calls `validate`
 //! at create time (after pivot_root, before waiting for `start`) and `exec`
-//! after `start`. Everything that can fail is checked in `validate`, because
-//! a failure in `exec` only shows after `start` already returned 0.
+//! after `start`, on the same object in the same process. Everything that
+//! can fail is prepared in `validate`, because a failure in `exec` only
+//! shows after `start` already returned 0.
+
+use std::cell::RefCell;
 
 use libcontainer::workload::default::DefaultExecutor;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
 use oci_spec::runtime::Spec;
+use sandboy_confine::Confinement;
 
-/// Native payloads: confine, then execve.
+/// Native payloads: Landlock, then seccomp, then the fd sweep, then execve.
 #[derive(Clone)]
 pub struct SandboyExecutor {
     preserve_fds: u32,
+    prepared: RefCell<Option<Confinement>>,
 }
 
 impl SandboyExecutor {
     pub fn new(preserve_fds: i32) -> Self {
-        Self { preserve_fds: preserve_fds.max(0) as u32 }
+        Self { preserve_fds: preserve_fds.max(0) as u32, prepared: RefCell::new(None) }
     }
 }
 
 impl Executor for SandboyExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
-        let _ = self.preserve_fds;
-        DefaultExecutor {}.validate(spec)
+        DefaultExecutor {}.validate(spec)?;
+        let confinement = Confinement::prepare(spec, self.preserve_fds).map_err(|e| {
+            ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
+        })?;
+        *self.prepared.borrow_mut() = Some(confinement);
+        Ok(())
     }
 
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
+        // validate always ran first in this process; preparing again keeps
+        // exec fail-closed should that ever change.
+        let confinement = match self.prepared.borrow_mut().take() {
+            Some(c) => c,
+            None => Confinement::prepare(spec, self.preserve_fds)
+                .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
+        };
+        if let Err(e) = confinement.apply() {
+            tracing::warn!(error = %e, "confinement could not be applied; not starting the payload");
+            return Err(ExecutorError::Other(format!("confinement: {e}")));
+        }
         DefaultExecutor {}.exec(spec)
     }
 }

@@ -30,7 +30,9 @@ pub const ALL: &[&str] = &[
 ];
 
 /// How strictly Landlock must be applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum LandlockMode {
     /// Refuse to start unless every requested right is enforced.
@@ -71,7 +73,9 @@ pub struct NetRules {
 }
 
 /// Landlock scopes (ABI 6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     AbstractUnixSocket,
@@ -115,7 +119,9 @@ pub struct WasmLimits {
 
 /// Why an annotation could not be decoded.
 #[derive(Debug, thiserror::Error)]
-#[error("annotation {key}: {message} at line {line} column {column}; fix the JSON value (see SPEC §5)")]
+#[error(
+    "annotation {key}: {message} at line {line} column {column}; fix the JSON value (see SPEC §5)"
+)]
 pub struct DecodeError {
     pub key: &'static str,
     pub message: String,
@@ -123,7 +129,10 @@ pub struct DecodeError {
     pub column: usize,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(key: &'static str, value: &str) -> Result<T, DecodeError> {
+fn decode<T: serde::de::DeserializeOwned>(
+    key: &'static str,
+    value: &str,
+) -> Result<T, DecodeError> {
     serde_json::from_str(value).map_err(|e| DecodeError {
         key,
         message: e.to_string(),
@@ -150,5 +159,147 @@ impl WasmLimits {
 
     pub fn decode(value: &str) -> Result<Self, DecodeError> {
         decode(WASM_LIMITS, value)
+    }
+}
+
+// Landlock filesystem access rights, bit values from the kernel UAPI
+// (`LANDLOCK_ACCESS_FS_*`, include/uapi/linux/landlock.h). The runtime and
+// spec-gen share this table so that a name means the same bits everywhere.
+pub const FS_EXECUTE: u64 = 1 << 0;
+pub const FS_WRITE_FILE: u64 = 1 << 1;
+pub const FS_READ_FILE: u64 = 1 << 2;
+pub const FS_READ_DIR: u64 = 1 << 3;
+pub const FS_REMOVE_DIR: u64 = 1 << 4;
+pub const FS_REMOVE_FILE: u64 = 1 << 5;
+pub const FS_MAKE_CHAR: u64 = 1 << 6;
+pub const FS_MAKE_DIR: u64 = 1 << 7;
+pub const FS_MAKE_REG: u64 = 1 << 8;
+pub const FS_MAKE_SOCK: u64 = 1 << 9;
+pub const FS_MAKE_FIFO: u64 = 1 << 10;
+pub const FS_MAKE_BLOCK: u64 = 1 << 11;
+pub const FS_MAKE_SYM: u64 = 1 << 12;
+/// ABI 2.
+pub const FS_REFER: u64 = 1 << 13;
+/// ABI 3.
+pub const FS_TRUNCATE: u64 = 1 << 14;
+/// ABI 5.
+pub const FS_IOCTL_DEV: u64 = 1 << 15;
+
+/// Rights that make sense on a regular file (or device node) rather than a
+/// directory. `landlock_add_rule` rejects directory-only rights on a
+/// non-directory with EINVAL, so the runtime intersects a rule's bits with
+/// this mask when the path is not a directory.
+pub const FS_FILE_RIGHTS: u64 =
+    FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV;
+
+/// `"read"` group: read files and list directories.
+pub const GROUP_READ: u64 = FS_READ_FILE | FS_READ_DIR;
+/// `"exec"` group: execute, plus read (a binary must be readable to load).
+pub const GROUP_EXEC: u64 = FS_EXECUTE | GROUP_READ;
+/// `"write"` group: write, truncate, create and remove entries, and re-link
+/// (refer) within allowed trees. `ioctl_dev` is deliberately not included:
+/// device ioctls are not "writing a file".
+pub const GROUP_WRITE: u64 = FS_WRITE_FILE
+    | FS_TRUNCATE
+    | FS_MAKE_CHAR
+    | FS_MAKE_DIR
+    | FS_MAKE_REG
+    | FS_MAKE_SOCK
+    | FS_MAKE_FIFO
+    | FS_MAKE_BLOCK
+    | FS_MAKE_SYM
+    | FS_REMOVE_DIR
+    | FS_REMOVE_FILE
+    | FS_REFER;
+
+/// Every access name a rule may use, with its Landlock bits: the three
+/// groups first, then the single rights (kernel names without the
+/// `LANDLOCK_ACCESS_FS_` prefix, lower case).
+pub const ACCESS_NAMES: &[(&str, u64)] = &[
+    ("read", GROUP_READ),
+    ("exec", GROUP_EXEC),
+    ("write", GROUP_WRITE),
+    ("execute", FS_EXECUTE),
+    ("write_file", FS_WRITE_FILE),
+    ("read_file", FS_READ_FILE),
+    ("read_dir", FS_READ_DIR),
+    ("remove_dir", FS_REMOVE_DIR),
+    ("remove_file", FS_REMOVE_FILE),
+    ("make_char", FS_MAKE_CHAR),
+    ("make_dir", FS_MAKE_DIR),
+    ("make_reg", FS_MAKE_REG),
+    ("make_sock", FS_MAKE_SOCK),
+    ("make_fifo", FS_MAKE_FIFO),
+    ("make_block", FS_MAKE_BLOCK),
+    ("make_sym", FS_MAKE_SYM),
+    ("refer", FS_REFER),
+    ("truncate", FS_TRUNCATE),
+    ("ioctl_dev", FS_IOCTL_DEV),
+];
+
+/// An access item that names no known right.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessError {
+    #[error("unknown Landlock access right {0:?}; use read, exec, write or a single right such as read_file, write_file, make_dir (see SPEC §5)")]
+    UnknownName(String),
+    #[error("raw Landlock access value 0 grants nothing; remove it or use a right name")]
+    Zero,
+}
+
+/// Landlock `LANDLOCK_ACCESS_FS_*` bits of one access item. Raw integers are
+/// passed through unchanged (bits a newer kernel knows are the runtime's to
+/// check against the running ABI).
+pub fn access_bits(access: &Access) -> Result<u64, AccessError> {
+    match access {
+        Access::Raw(0) => Err(AccessError::Zero),
+        Access::Raw(bits) => Ok(*bits),
+        Access::Named(name) => ACCESS_NAMES
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|&(_, bits)| bits)
+            .ok_or_else(|| AccessError::UnknownName(name.clone())),
+    }
+}
+
+/// Union of the bits of every item of a rule.
+pub fn rule_bits(access: &[Access]) -> Result<u64, AccessError> {
+    access
+        .iter()
+        .try_fold(0, |acc, a| Ok(acc | access_bits(a)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_and_names() {
+        assert_eq!(access_bits(&Access::Named("read".into())).unwrap(), 0b1100);
+        assert_eq!(access_bits(&Access::Named("exec".into())).unwrap(), 0b1101);
+        assert_eq!(access_bits(&Access::Named("write".into())).unwrap(), 0x7ff2);
+        assert_eq!(
+            access_bits(&Access::Named("ioctl_dev".into())).unwrap(),
+            1 << 15
+        );
+        assert_eq!(access_bits(&Access::Raw(6)).unwrap(), 6);
+        assert!(access_bits(&Access::Raw(0)).is_err());
+        assert!(access_bits(&Access::Named("reed".into())).is_err());
+        let rule = [Access::Named("read".into()), Access::Named("write".into())];
+        assert_eq!(rule_bits(&rule).unwrap(), GROUP_READ | GROUP_WRITE);
+    }
+
+    #[test]
+    fn raw_and_named_decode() {
+        let r = LandlockRuleset::decode(
+            r#"{"mode":"best-effort","fs":[{"path":"/usr","access":["read",1]}],"net":{"connect":[443]},"scope":["signal"]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.mode, LandlockMode::BestEffort);
+        assert_eq!(
+            r.fs[0].access,
+            vec![Access::Named("read".into()), Access::Raw(1)]
+        );
+        assert_eq!(r.net.unwrap().connect, vec![443]);
+        assert!(LandlockRuleset::decode(r#"{"fs":[],"extra":1}"#).is_err());
     }
 }

@@ -1,2 +1,152 @@
 //! Linux syscall tables (name -> number) for the architectures sandboy
-//! supports. Placeholder: being written.
+//! supports, used to compile OCI `linux.seccomp` profiles and to validate
+//! the `[syscalls]` names of a policy.
+//!
+//! The tables in `syscalls/x86_64.rs` and `syscalls/aarch64.rs` are generated
+//! by `syscalls/generate.sh` from the kernel UAPI headers (Debian
+//! `linux-libc-dev`) plus the syscalls added up to Linux 6.18; rerun it
+//! rather than editing them by hand.
+
+mod aarch64;
+mod x86_64;
+
+/// A CPU architecture with its own syscall numbering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// `x86_64` (AUDIT_ARCH_X86_64, OCI `SCMP_ARCH_X86_64`).
+    X86_64,
+    /// `aarch64` (AUDIT_ARCH_AARCH64, OCI `SCMP_ARCH_AARCH64`).
+    Aarch64,
+}
+
+impl Arch {
+    /// Every supported architecture.
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+
+    /// The architecture this binary runs on, if it is a supported one.
+    pub fn native() -> Option<Arch> {
+        if cfg!(target_arch = "x86_64") {
+            Some(Arch::X86_64)
+        } else if cfg!(target_arch = "aarch64") {
+            Some(Arch::Aarch64)
+        } else {
+            None
+        }
+    }
+
+    /// The OCI / libseccomp name of the architecture (`SCMP_ARCH_X86_64`, …).
+    pub fn oci_name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "SCMP_ARCH_X86_64",
+            Arch::Aarch64 => "SCMP_ARCH_AARCH64",
+        }
+    }
+
+    /// The plain name (`x86_64`, `aarch64`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
+    fn table(self) -> &'static [(&'static str, i64)] {
+        match self {
+            Arch::X86_64 => x86_64::TABLE,
+            Arch::Aarch64 => aarch64::TABLE,
+        }
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The number of syscall `name` on `arch`, or `None` if `arch` has no such
+/// syscall (for example `open` on aarch64).
+pub fn number(arch: Arch, name: &str) -> Option<i64> {
+    arch.table()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, nr)| nr)
+}
+
+/// The name of syscall number `nr` on `arch`.
+pub fn name(arch: Arch, nr: i64) -> Option<&'static str> {
+    arch.table()
+        .iter()
+        .find(|&&(_, n)| n == nr)
+        .map(|&(name, _)| name)
+}
+
+/// Every syscall name known for `arch`, in syscall-number order.
+pub fn names(arch: Arch) -> impl Iterator<Item = &'static str> {
+    arch.table().iter().map(|&(name, _)| name)
+}
+
+/// Whether `name` is a syscall on any supported architecture (what a policy
+/// may name without being in error).
+pub fn is_known(name: &str) -> bool {
+    Arch::ALL.iter().any(|&a| number(a, name).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn known_numbers() {
+        assert_eq!(number(Arch::X86_64, "ptrace"), Some(101));
+        assert_eq!(number(Arch::Aarch64, "ptrace"), Some(117));
+        for arch in Arch::ALL {
+            assert_eq!(number(arch, "landlock_create_ruleset"), Some(444));
+            assert_eq!(number(arch, "landlock_restrict_self"), Some(446));
+            assert_eq!(number(arch, "mseal"), Some(462));
+            assert_eq!(number(arch, "io_uring_setup"), Some(425));
+        }
+        assert_eq!(number(Arch::X86_64, "read"), Some(0));
+        assert_eq!(number(Arch::X86_64, "mount"), Some(165));
+        assert_eq!(number(Arch::X86_64, "bpf"), Some(321));
+        assert_eq!(number(Arch::X86_64, "kexec_load"), Some(246));
+        assert_eq!(number(Arch::Aarch64, "mount"), Some(40));
+        assert_eq!(number(Arch::Aarch64, "bpf"), Some(280));
+        assert_eq!(number(Arch::Aarch64, "newfstatat"), Some(79));
+        assert_eq!(number(Arch::Aarch64, "clone3"), Some(435));
+    }
+
+    #[test]
+    fn arch_specific_names() {
+        assert_eq!(number(Arch::X86_64, "open"), Some(2));
+        assert_eq!(number(Arch::Aarch64, "open"), None);
+        assert_eq!(number(Arch::X86_64, "nonexistent_syscall"), None);
+        assert!(is_known("open"));
+        assert!(!is_known("nonexistent_syscall"));
+        assert_eq!(name(Arch::X86_64, 101), Some("ptrace"));
+    }
+
+    #[test]
+    fn tables_are_consistent() {
+        for arch in Arch::ALL {
+            let mut seen_names = HashSet::new();
+            let mut seen_numbers = HashSet::new();
+            let mut last = -1;
+            for &(name, nr) in arch.table() {
+                assert!(seen_names.insert(name), "{arch}: duplicate name {name}");
+                assert!(seen_numbers.insert(nr), "{arch}: duplicate number {nr}");
+                assert!(nr > last, "{arch}: table not sorted at {name}");
+                last = nr;
+            }
+            assert!(names(arch).count() > 300, "{arch}: table too small");
+        }
+    }
+
+    #[test]
+    fn native_is_supported_here() {
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert!(Arch::native().is_some());
+        }
+    }
+}

@@ -21,7 +21,9 @@ pub struct ByteSize(pub u64);
 pub struct Span(pub Duration);
 
 fn split_number(s: &str) -> Option<(u64, &str)> {
-    let end = s.find(|c: char| !c.is_ascii_digit() && c != '_').unwrap_or(s.len());
+    let end = s
+        .find(|c: char| !c.is_ascii_digit() && c != '_')
+        .unwrap_or(s.len());
     let digits: String = s[..end].chars().filter(|c| *c != '_').collect();
     if digits.is_empty() {
         return None;
@@ -52,7 +54,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
         for (unit, m) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if n != 0 && n % m == 0 {
+            if n != 0 && n.is_multiple_of(m) {
                 return write!(f, "{}{unit}", n / m);
             }
         }
@@ -88,7 +90,7 @@ impl Span {
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.as_millis();
-        if ms % 1000 == 0 {
+        if ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
         } else {
             write!(f, "{ms}ms")
@@ -130,6 +132,40 @@ impl<'de> Deserialize<'de> for Span {
 impl Serialize for Span {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+// JSON Schema for editors: both types accept an integer (bytes,
+// milliseconds) or a string with a unit, exactly like their deserializers.
+impl schemars::JsonSchema for ByteSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ByteSize".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A size: an integer number of bytes, or a string with a unit B, KiB, MiB or GiB, e.g. \"512MiB\".",
+            "oneOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": "^[0-9][0-9_]*\\s*(B|KiB|MiB|GiB)?$" }
+            ]
+        })
+    }
+}
+
+impl schemars::JsonSchema for Span {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Span".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A duration: an integer number of milliseconds, or a string with a unit ms, s, m or h, e.g. \"30s\".",
+            "oneOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": "^[0-9][0-9_]*\\s*(ms|s|m|h)$" }
+            ]
+        })
     }
 }
 

@@ -181,8 +181,11 @@ impl Runtime {
     }
 
     /// Run a subcommand, capturing output, stdin from /dev/null.
+    ///
+    /// Output goes through files, not pipes: a created or detached container
+    /// inherits the runtime's stdio and would hold a pipe open forever.
     pub fn run(&self, args: &[&str]) -> Output {
-        self.cmd().args(args).stdin(Stdio::null()).output().expect("spawn runtime")
+        capture(self.cmd().args(args))
     }
 
     /// `state` as JSON (panics with the runtime's stderr if it fails).
@@ -223,6 +226,20 @@ impl Drop for Guard<'_> {
     fn drop(&mut self) {
         let _ = self.rt.run(&["delete", "--force", &self.id]);
     }
+}
+
+/// Run `cmd` with stdin from /dev/null and stdout/stderr captured through
+/// temporary files (see [`Runtime::run`]).
+pub fn capture(cmd: &mut Command) -> Output {
+    let dir = TempDir::new("out");
+    let (o, e) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&o).unwrap())
+        .stderr(fs::File::create(&e).unwrap())
+        .status()
+        .expect("spawn command");
+    Output { status, stdout: fs::read(&o).unwrap(), stderr: fs::read(&e).unwrap() }
 }
 
 /// Text of a process output stream.
@@ -273,4 +290,114 @@ pub fn mounts_mentioning(needle: &str) -> Vec<String> {
         .filter(|l| l.contains(needle))
         .map(String::from)
         .collect()
+}
+
+/// Run `cmd` with stdin from /dev/null, capturing stdout and stderr through
+/// files (a daemon the command leaves behind, such as conmon or a containerd
+/// shim, cannot keep them open and hang the test), and SIGKILL it after
+/// `timeout`. On timeout the returned status is the kill's, and stderr ends
+/// with a `[harness: killed after …]` note.
+pub fn output_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Output {
+    let tmp = std::env::temp_dir();
+    let out_path = tmp.join(unique_id("sandboy-out"));
+    let err_path = tmp.join(unique_id("sandboy-err"));
+    let out = fs::File::create(&out_path).expect("create stdout capture");
+    let err = fs::File::create(&err_path).expect("create stderr capture");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let start = std::time::Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for child") {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().expect("wait for killed child");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let stdout = fs::read(&out_path).unwrap_or_default();
+    let mut stderr = fs::read(&err_path).unwrap_or_default();
+    let _ = fs::remove_file(&out_path);
+    let _ = fs::remove_file(&err_path);
+    if timed_out {
+        stderr.extend_from_slice(format!("\n[harness: killed after {timeout:?}: {cmd:?}]\n").as_bytes());
+    }
+    Output { status, stdout, stderr }
+}
+
+/// Remove the cgroup `rel` (a path relative to each hierarchy's root, e.g.
+/// `sandboy-test-12-3`) and everything below it, leaves first, in every v1
+/// controller and the unified hierarchy. Only empty cgroups can go; busy
+/// ones are left (and show up in [`cgroups_named`]).
+pub fn remove_cgroup_tree(rel: &str) {
+    let rel = rel.trim_start_matches('/');
+    if rel.is_empty() || rel.contains("..") {
+        return;
+    }
+    let Ok(rd) = fs::read_dir("/sys/fs/cgroup") else { return };
+    for h in rd.flatten() {
+        let top = h.path().join(rel);
+        if !top.is_dir() {
+            continue;
+        }
+        // Depth-first listing, then rmdir deepest first.
+        let mut dirs = vec![top.clone()];
+        let mut i = 0;
+        while i < dirs.len() {
+            if let Ok(rd) = fs::read_dir(&dirs[i]) {
+                for e in rd.flatten() {
+                    if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                        dirs.push(e.path());
+                    }
+                }
+            }
+            i += 1;
+        }
+        for d in dirs.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+/// Pids of processes (other than this one) whose command line mentions
+/// `needle`, e.g. a test's private socket or state directory.
+pub fn pids_mentioning(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut pids = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else { return pids };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Lazily unmount every mount point whose path mentions `needle`, deepest
+/// first (a test's leftovers after a failure).
+pub fn unmount_all_mentioning(needle: &str) {
+    let mut points: Vec<String> = mounts_mentioning(needle)
+        .iter()
+        .filter_map(|l| l.split_whitespace().nth(4).map(String::from))
+        .filter(|p| p.contains(needle))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = Command::new("umount").arg("-l").arg(&p).stderr(Stdio::null()).status();
+    }
 }

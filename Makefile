@@ -1,0 +1,57 @@
+# sandboy — build, test, demo and benchmark. Every target sets up what it
+# needs on a fresh Debian 12 machine (as root): Debian packages, rustup
+# targets. Nothing installed by hand is assumed.
+
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-config \
+                gcc libc6-dev iproute2 procps jq hyperfine python3
+PROBE := $(CARGO_TARGET_DIR)/probes/probe
+COMPONENTS := $(CURDIR)/target/components
+
+.PHONY: all deps build components probes test demo bench install clean lint
+
+all: build
+
+# Debian packages (skipped when all are present) and the wasm32 target.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> apt-get install$$missing"; \
+	  apt-get update -qq -o DPkg::Lock::Timeout=300 && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 $$missing >/dev/null; \
+	fi
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+build: deps
+	cargo build --workspace --bins
+
+components: deps
+	bash components/build.sh
+
+probes: deps
+	@mkdir -p $(dir $(PROBE))
+	gcc -static -O2 -Wall -o $(PROBE) tests/probes/probe.c
+
+test: build components probes
+	@rm -f $(CARGO_TARGET_DIR)/skipped.log
+	cargo test --workspace -- --test-threads=2
+	@bash tests/summary.sh $(CARGO_TARGET_DIR)/skipped.log
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+demo: build components probes
+	bash demo/demo.sh
+
+bench: deps components probes
+	cargo build --workspace --bins --release
+	bash bench/bench.sh
+
+install: build
+	install -m 0755 $(CARGO_TARGET_DIR)/debug/sandboy /usr/local/bin/sandboy
+	install -m 0755 $(CARGO_TARGET_DIR)/debug/sandboy-spec-gen /usr/local/bin/sandboy-spec-gen
+
+clean:
+	cargo clean

@@ -1,0 +1,171 @@
+//! The one error type of the library, and located policy diagnostics.
+//!
+//! Every policy problem, syntactic or semantic, becomes a [`Diagnostic`]
+//! that names the file, line and column, the offending key, and a hint. The
+//! binary maps [`Error::exit_code`] to its exit status (SPEC §3: 2 for policy
+//! and usage errors, 1 for I/O failures).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A 1-based line and column (columns count characters, not bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    pub const START: Location = Location { line: 1, column: 1 };
+
+    /// Location of byte `offset` in `src` (clamped to the end of `src`).
+    pub fn of_offset(src: &str, offset: usize) -> Location {
+        let mut offset = offset.min(src.len());
+        while !src.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &src[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        Location { line, column }
+    }
+}
+
+/// One located problem in a policy file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The policy file as the user named it.
+    pub file: String,
+    pub location: Location,
+    /// Dotted key path, e.g. `syscalls.deny` or `mount[1].source`.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+    /// A likely intended value (`did you mean "ptrace"?`).
+    pub suggestion: Option<String>,
+    /// How to fix it.
+    pub hint: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: error: {} in {}",
+            self.file, self.location.line, self.location.column, self.message, self.key
+        )?;
+        if let Some(s) = &self.suggestion {
+            write!(f, " — did you mean \"{s}\"?")?;
+        }
+        write!(f, " hint: {}", self.hint)
+    }
+}
+
+/// Everything that can go wrong in the library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or written (exit 1).
+    #[error("{}: error: cannot {action}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The policy is invalid; one or more located diagnostics (exit 2).
+    #[error("{}", render_all(.0))]
+    Policy(Vec<Diagnostic>),
+    /// The `--base` config.json is not a valid OCI runtime spec (exit 2).
+    #[error("{}:{line}:{column}: error: invalid OCI config.json given as --base: {message} hint: pass a runtime-spec config.json, e.g. one written by `sandboy spec`", path.display())]
+    Base {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The OCI spec types refused a value we built (a bug, or an impossible
+    /// combination in `--base`) (exit 2).
+    #[error("error: cannot build the OCI spec: {0} hint: check the --base config.json")]
+    Spec(String),
+}
+
+fn render_all(diags: &[Diagnostic]) -> String {
+    diags
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Error {
+    /// Process exit status for this error (SPEC §3).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Io { .. } => 1,
+            Error::Policy(_) | Error::Base { .. } | Error::Spec(_) => 2,
+        }
+    }
+
+    /// The diagnostics, if this is a policy error.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Error::Policy(d) => d,
+            _ => &[],
+        }
+    }
+}
+
+/// Edit distance, for "did you mean" suggestions.
+pub(crate) fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate within a small edit distance (a third of the
+/// word, at least 2, at most 3), ties going to the first candidate.
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let limit = (word.chars().count() / 3).clamp(2, 3);
+    candidates
+        .into_iter()
+        .map(|c| (levenshtein(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations() {
+        let src = "a = 1\nbé = 2\n";
+        assert_eq!(Location::of_offset(src, 0), Location { line: 1, column: 1 });
+        assert_eq!(Location::of_offset(src, 6), Location { line: 2, column: 1 });
+        // "bé = " is 6 bytes but 5 characters.
+        assert_eq!(
+            Location::of_offset(src, 12),
+            Location { line: 2, column: 6 }
+        );
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(closest("ptarce", ["ptrace", "read"]), Some("ptrace".into()));
+        assert_eq!(closest("zzzzzz", ["ptrace"]), None);
+    }
+}

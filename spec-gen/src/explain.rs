@@ -1,0 +1,170 @@
+//! `sandboy-spec-gen explain`: a policy in plain words, for reviewers who
+//! do not read TOML or OCI JSON.
+
+use std::fmt::Write as _;
+
+use crate::annotations::{LandlockMode, Scope};
+use crate::policy::{NetNamespace, Policy, SeccompAction, DEFAULT_DENY};
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "nothing".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// Plain-text explanation of a checked policy.
+pub fn explain(p: &Policy) -> String {
+    let mut o = String::new();
+    // Writing into a String cannot fail; the results are ignored on purpose.
+    let _ = writeln!(o, "Policy \"{}\" ({})", p.name, p.file);
+    let _ = writeln!(o, "Runs: {}", p.args.join(" "));
+    let _ = writeln!(
+        o,
+        "  as uid {} gid {}, in {}, without gaining privileges (no_new_privileges)",
+        p.uid, p.gid, p.cwd
+    );
+    if p.is_wasm() {
+        let _ = writeln!(o, "  as a WebAssembly program (OCI-wasm mode)");
+    }
+    let _ = writeln!(o);
+    let mode = match p.landlock_mode {
+        LandlockMode::Enforce => {
+            "enforced (the container does not start if the kernel cannot enforce every rule)"
+        }
+        LandlockMode::BestEffort => {
+            "best effort (rules the kernel does not support are skipped with a warning)"
+        }
+        LandlockMode::Off => "OFF: the file and network rules below are NOT enforced by Landlock",
+    };
+    let _ = writeln!(o, "Files — Landlock {mode}:");
+    let _ = writeln!(o, "  can read:            {}", list(&p.read));
+    let _ = writeln!(o, "  can run programs in: {}", list(&p.exec));
+    let _ = writeln!(o, "  can write/create/delete in: {}", list(&p.write));
+    let _ = writeln!(o, "  hidden even there:   {}", list(&p.hide));
+    let _ = writeln!(
+        o,
+        "  everything else is denied. The image itself is {}.",
+        if p.write.iter().any(|w| w == "/") {
+            "writable"
+        } else {
+            "read-only"
+        }
+    );
+    for m in &p.mounts {
+        let _ = writeln!(
+            o,
+            "  host directory {} appears at {} ({})",
+            m.source.display(),
+            m.destination,
+            if m.read_only() {
+                "read-only"
+            } else {
+                "writable"
+            }
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Network:");
+    match p.net_namespace {
+        NetNamespace::None => {
+            let _ = writeln!(
+                o,
+                "  own network namespace: only loopback, no outside network"
+            );
+        }
+        NetNamespace::Host => {
+            let _ = writeln!(o, "  shares the host's network");
+        }
+    }
+    let ports = |v: &[u16]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let _ = writeln!(o, "  may connect to TCP ports: {}", ports(&p.connect));
+    let _ = writeln!(o, "  may listen on TCP ports:  {}", ports(&p.bind));
+    if p.scope.contains(&Scope::AbstractUnixSocket) {
+        let _ = writeln!(
+            o,
+            "  cannot reach abstract unix sockets outside the sandbox"
+        );
+    }
+    if p.scope.contains(&Scope::Signal) {
+        let _ = writeln!(o, "  cannot send signals to processes outside the sandbox");
+    }
+    let _ = writeln!(o);
+    let action = match p.action {
+        SeccompAction::Errno => "fail with EPERM",
+        SeccompAction::Kill => "kill the process",
+        SeccompAction::Log => "are only logged (NOT blocked)",
+    };
+    let _ = writeln!(o, "System calls: {} denied calls {action}:", p.deny.len());
+    let _ = writeln!(o, "  {}", list(&p.deny));
+    if p.default_deny {
+        let removed: Vec<String> = DEFAULT_DENY
+            .iter()
+            .filter(|d| !p.deny.iter().any(|x| x == *d))
+            .map(|d| d.to_string())
+            .collect();
+        if !removed.is_empty() {
+            let _ = writeln!(
+                o,
+                "  allowed back from the built-in list: {}",
+                list(&removed)
+            );
+        }
+    } else {
+        let _ = writeln!(o, "  (the built-in deny list is switched off)");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Limits:");
+    let _ = writeln!(
+        o,
+        "  memory: {}",
+        p.memory.map_or("unlimited".into(), |m| m.to_string())
+    );
+    let _ = writeln!(
+        o,
+        "  processes/threads: {}",
+        p.pids.map_or("unlimited".into(), |n| n.to_string())
+    );
+    let _ = writeln!(
+        o,
+        "  CPUs: {}",
+        p.cpus.map_or("unlimited".into(), |n| n.to_string())
+    );
+    let _ = writeln!(o, "  open files: {}", p.nofile.unwrap_or(1024));
+    let _ = writeln!(
+        o,
+        "  wall clock: {}",
+        p.timeout.map_or("no timeout".into(), |t| format!(
+            "{t}, then the whole container is killed"
+        ))
+    );
+    if let Some(w) = &p.wasm {
+        let f = |v: Option<String>| v.unwrap_or_else(|| "runtime default".into());
+        let _ = writeln!(
+            o,
+            "  WebAssembly: fuel {}, deadline {}, memory {}, input {}, output {}, results {}",
+            f(w.fuel.map(|n| n.to_string())),
+            f(w.deadline.map(|d| d.to_string())),
+            f(w.memory.map(|m| m.to_string())),
+            f(w.max_input.map(|m| m.to_string())),
+            f(w.max_output.map(|m| m.to_string())),
+            f(w.max_results.map(|n| n.to_string()))
+        );
+    }
+    if !p.ignore.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Agent context (not a security boundary): tools are asked to ignore {}",
+            p.ignore.join(", ")
+        );
+    }
+    o
+}

@@ -1,0 +1,164 @@
+//! `sandboy-spec-gen`: policy → OCI bundle config, plus check, explain,
+//! schema and ignore-file generation (SPEC §4). Exit status: 0 ok, 2 usage
+//! or policy error, 1 I/O failure.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use sandboy_spec_gen::{explain, render, Error, Policy, RenderOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "sandboy-spec-gen",
+    version,
+    about = "Turn an owen.policy.toml into an OCI bundle config and related artifacts"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write BUNDLE/config.json for a policy (`--bundle -` prints it).
+    Generate {
+        #[arg(long)]
+        policy: PathBuf,
+        #[arg(long)]
+        bundle: PathBuf,
+        /// root.path (default: `rootfs` inside the bundle).
+        #[arg(long)]
+        rootfs: Option<PathBuf>,
+        /// Merge onto this config.json instead of sandboy's default.
+        #[arg(long)]
+        base: Option<PathBuf>,
+    },
+    /// Validate policies; located errors on stderr.
+    Check {
+        #[arg(required = true)]
+        policies: Vec<PathBuf>,
+    },
+    /// Say in plain words what a policy allows and denies.
+    Explain { policy: PathBuf },
+    /// Print the policy's JSON Schema.
+    Schema,
+    /// Write .agentsignore, .cursorignore and .codexignore from [context] ignore.
+    IgnoreFiles {
+        policy: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SANDBOY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .without_time()
+        .init();
+
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version are successes; every other parse
+            // failure is a usage error (exit 2).
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn stdout(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| Error::Io {
+            action: "write",
+            path: "<stdout>".into(),
+            source,
+        })
+}
+
+fn run(command: Command) -> Result<(), Error> {
+    match command {
+        Command::Generate {
+            policy,
+            bundle,
+            rootfs,
+            base,
+        } => {
+            let p = Policy::load(&policy)?;
+            let base = base.as_deref().map(render::load_base).transpose()?;
+            let rootfs = rootfs.map(|r| absolute(&r)).transpose()?;
+            let json = render::generate(&p, &RenderOptions { rootfs, base })?;
+            if bundle == Path::new("-") {
+                return stdout(&json);
+            }
+            std::fs::create_dir_all(&bundle).map_err(|source| Error::Io {
+                action: "create bundle directory",
+                path: bundle.clone(),
+                source,
+            })?;
+            let path = bundle.join("config.json");
+            std::fs::write(&path, json).map_err(|source| Error::Io {
+                action: "write",
+                path: path.clone(),
+                source,
+            })?;
+            tracing::info!(policy = %policy.display(), config = %path.display(), "wrote config.json");
+            stdout(&format!("{}\n", path.display()))
+        }
+        Command::Check { policies } => {
+            let mut worst: Option<Error> = None;
+            for path in &policies {
+                match Policy::load(path) {
+                    Ok(_) => stdout(&format!("{}: ok\n", path.display()))?,
+                    Err(e) => {
+                        eprintln!("{e}");
+                        // A policy error (2) outranks an unreadable file (1).
+                        if worst.as_ref().is_none_or(|w| e.exit_code() > w.exit_code()) {
+                            worst = Some(e);
+                        }
+                    }
+                }
+            }
+            match worst {
+                None => Ok(()),
+                Some(e) => std::process::exit(i32::from(e.exit_code())),
+            }
+        }
+        Command::Explain { policy } => stdout(&explain::explain(&Policy::load(&policy)?)),
+        Command::Schema => stdout(&sandboy_spec_gen::schema_json()),
+        Command::IgnoreFiles { policy, out } => {
+            let p = Policy::load(&policy)?;
+            for f in sandboy_spec_gen::write_ignore_files(&p, &out)? {
+                stdout(&format!("{}\n", f.display()))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, Error> {
+    std::path::absolute(p).map_err(|source| Error::Io {
+        action: "resolve --rootfs",
+        path: p.to_path_buf(),
+        source,
+    })
+}

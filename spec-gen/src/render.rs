@@ -1,0 +1,490 @@
+//! Rendering a checked [`Policy`] into an OCI runtime `config.json`.
+//!
+//! Decisions worth knowing:
+//! * `root.readonly` is true unless `/` itself is a write path. Every other
+//!   write path gets writable storage of its own: a policy `[[mount]]` with
+//!   `rw` covering it, one of the standard writable mounts (`/dev`,
+//!   `/dev/shm`, …), or else a fresh `tmpfs` (mode 1777; its pages count
+//!   against the container's memory limit). So a step can never write into
+//!   the image it runs on.
+//! * `linux.cgroupsPath` stays unset: `/sandboy/<name>` would collide for
+//!   two containers from one policy, and the runtime defaults to
+//!   `/sandboy/<container-id>`.
+//! * Output is canonical: object keys sorted, pretty JSON with two-space
+//!   indentation and a trailing newline, so goldens and digests are stable.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use oci_spec::runtime::{
+    Arch, Capabilities, Capability, LinuxCapabilities, LinuxDeviceCgroup, LinuxNamespace,
+    LinuxNamespaceType, LinuxPids, LinuxResources, LinuxSeccomp, LinuxSeccompAction, LinuxSyscall,
+    Mount, PosixRlimitBuilder, PosixRlimitType, Process, Spec,
+};
+
+use crate::annotations::{self, Access, FsRule, LandlockRuleset, NetRules};
+use crate::error::Error;
+use crate::policy::{is_under, NetNamespace, Policy, SeccompAction};
+
+/// OCI runtime-spec version written into generated configs.
+pub const OCI_VERSION: &str = "1.0.2";
+
+/// CFS period used to turn `cpus` into a quota (the kernel default).
+pub const CPU_PERIOD_US: u64 = 100_000;
+
+/// runc's default masked paths.
+pub const DEFAULT_MASKED: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/sys/devices/virtual/powercap",
+    "/sys/firmware",
+];
+
+/// runc's default read-only paths.
+pub const DEFAULT_READONLY: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
+/// Options for [`render`].
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// `root.path`; `None` keeps the base's, or `rootfs` (bundle-relative).
+    pub rootfs: Option<PathBuf>,
+    /// Spec to merge onto instead of sandboy's default.
+    pub base: Option<Spec>,
+}
+
+/// Load a `--base` config.json.
+pub fn load_base(path: &Path) -> Result<Spec, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        action: "read base config",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| Error::Base {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// The Landlock ruleset of a policy: one rule per path, sorted by path,
+/// with the groups of every list the path appears in.
+pub fn ruleset(policy: &Policy) -> LandlockRuleset {
+    let mut rules: BTreeMap<&str, Vec<Access>> = BTreeMap::new();
+    for (list, groups) in [
+        (&policy.read, &["read"][..]),
+        (&policy.exec, &["read", "exec"][..]),
+        (&policy.write, &["read", "write"][..]),
+    ] {
+        for path in list {
+            let access = rules.entry(path).or_default();
+            for g in groups {
+                let a = Access::Named((*g).to_string());
+                if !access.contains(&a) {
+                    access.push(a);
+                }
+            }
+        }
+    }
+    LandlockRuleset {
+        mode: policy.landlock_mode,
+        fs: rules
+            .into_iter()
+            .map(|(path, access)| FsRule {
+                path: path.to_string(),
+                access,
+            })
+            .collect(),
+        net: Some(NetRules {
+            connect: policy.connect.clone(),
+            bind: policy.bind.clone(),
+        }),
+        scope: policy.scope.clone(),
+    }
+}
+
+/// The sandboy annotations of a policy (SPEC §5), sorted by key.
+pub fn annotations(policy: &Policy) -> BTreeMap<String, String> {
+    let mut a = BTreeMap::new();
+    a.insert(annotations::LANDLOCK.to_string(), ruleset(policy).encode());
+    a.insert(
+        annotations::POLICY_SHA256.to_string(),
+        policy.sha256.clone(),
+    );
+    if let Some(t) = policy.timeout {
+        a.insert(annotations::TIMEOUT.to_string(), t.to_string());
+    }
+    if let Some(w) = &policy.wasm {
+        a.insert(annotations::WASM_LIMITS.to_string(), w.encode());
+    }
+    if policy.is_wasm() {
+        a.insert(annotations::OCI_HANDLER.to_string(), "wasm".to_string());
+        a.insert(
+            annotations::WASM_VARIANT.to_string(),
+            "compat-smart".to_string(),
+        );
+    }
+    a
+}
+
+fn oci_err(e: impl std::fmt::Display) -> Error {
+    Error::Spec(e.to_string())
+}
+
+fn mount(dest: &str, typ: &str, source: &str, options: &[&str]) -> Mount {
+    let mut m = Mount::default();
+    m.set_destination(PathBuf::from(dest))
+        .set_typ(Some(typ.to_string()))
+        .set_source(Some(PathBuf::from(source)))
+        .set_options(Some(options.iter().map(|s| s.to_string()).collect()));
+    m
+}
+
+/// proc, dev, devpts, shm, mqueue and a read-only sysfs (runc's set, minus
+/// the cgroup mount: nothing under a policy needs to see its cgroup).
+pub fn standard_mounts() -> Vec<Mount> {
+    vec![
+        mount("/proc", "proc", "proc", &["nosuid", "noexec", "nodev"]),
+        mount(
+            "/dev",
+            "tmpfs",
+            "tmpfs",
+            &["nosuid", "strictatime", "mode=755", "size=65536k"],
+        ),
+        mount(
+            "/dev/pts",
+            "devpts",
+            "devpts",
+            &[
+                "nosuid",
+                "noexec",
+                "newinstance",
+                "ptmxmode=0666",
+                "mode=0620",
+                "gid=5",
+            ],
+        ),
+        mount(
+            "/dev/shm",
+            "tmpfs",
+            "shm",
+            &["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"],
+        ),
+        mount(
+            "/dev/mqueue",
+            "mqueue",
+            "mqueue",
+            &["nosuid", "noexec", "nodev"],
+        ),
+        mount(
+            "/sys",
+            "sysfs",
+            "sysfs",
+            &["nosuid", "noexec", "nodev", "ro"],
+        ),
+    ]
+}
+
+/// Whether a mount gives writable storage at its destination.
+fn writable(m: &Mount) -> bool {
+    let opts = m.options().as_deref().unwrap_or_default();
+    let ro = opts.iter().any(|o| o == "ro");
+    let typ = m.typ().as_deref().unwrap_or_default();
+    !ro && !matches!(
+        typ,
+        "sysfs" | "proc" | "devpts" | "mqueue" | "cgroup" | "cgroup2"
+    )
+}
+
+/// Depth of a container path, for parent-before-child mount order.
+fn depth(p: &Path) -> usize {
+    p.components().count()
+}
+
+/// Render a checked policy into an OCI spec.
+pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
+    let from_base = opts.base.is_some();
+    let mut spec = opts.base.clone().unwrap_or_default();
+    spec.set_version(if from_base {
+        spec.version().clone()
+    } else {
+        OCI_VERSION.to_string()
+    });
+    if !from_base {
+        spec.set_hostname(Some("sandboy".to_string()));
+        spec.set_mounts(Some(standard_mounts()));
+    }
+
+    // Process.
+    let mut process = spec.process().clone().unwrap_or_default();
+    process.set_args(Some(policy.args.clone()));
+    process.set_cwd(PathBuf::from(&policy.cwd));
+    process.set_env(Some(merge_env(
+        process.env().as_deref().filter(|_| from_base),
+        &policy.env,
+    )));
+    let mut user = process.user().clone();
+    user.set_uid(policy.uid).set_gid(policy.gid);
+    process.set_user(user);
+    process.set_no_new_privileges(Some(true));
+    process.set_terminal(Some(false));
+    if !from_base {
+        // runc's default set, minus inheritable and ambient: nothing is
+        // handed across execve to a non-root user.
+        let caps: Capabilities = [
+            Capability::AuditWrite,
+            Capability::Kill,
+            Capability::NetBindService,
+        ]
+        .into_iter()
+        .collect();
+        let mut c = LinuxCapabilities::default();
+        c.set_bounding(Some(caps.clone()))
+            .set_effective(Some(caps.clone()))
+            .set_permitted(Some(caps))
+            .set_inheritable(None)
+            .set_ambient(None);
+        process.set_capabilities(Some(c));
+    }
+    set_nofile(&mut process, policy.nofile.unwrap_or(1024))?;
+    spec.set_process(Some(process));
+
+    // Root: read-only unless "/" itself is writable.
+    let mut root = spec.root().clone().unwrap_or_default();
+    if let Some(r) = &opts.rootfs {
+        root.set_path(r.clone());
+    } else if !from_base {
+        root.set_path(PathBuf::from("rootfs"));
+    }
+    let root_writable = policy.write.iter().any(|w| w == "/");
+    root.set_readonly(Some(!root_writable));
+    spec.set_root(Some(root));
+
+    // Mounts: base/standard, then policy binds and tmpfs for write paths,
+    // parents before children.
+    let mut mounts: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
+    let mut extra: Vec<Mount> = Vec::new();
+    for b in &policy.mounts {
+        let opts: Vec<&str> = b.options.iter().map(String::as_str).collect();
+        let mut m = mount(&b.destination, "bind", "", &opts);
+        m.set_source(Some(b.source.clone()));
+        extra.push(m);
+    }
+    let mut writes: Vec<&String> = policy.write.iter().filter(|w| *w != "/").collect();
+    writes.sort_by_key(|w| (w.matches('/').count(), w.to_string()));
+    for w in writes {
+        let covered = mounts
+            .iter()
+            .chain(&extra)
+            .filter(|m| is_under(w, &m.destination().to_string_lossy()))
+            .max_by_key(|m| m.destination().as_os_str().len());
+        match covered {
+            Some(m) if writable(m) => {}
+            Some(m) => {
+                tracing::debug!(path = %w, mount = %m.destination().display(), "write path lies in a non-writable mount; adding tmpfs");
+                extra.push(mount(
+                    w,
+                    "tmpfs",
+                    "tmpfs",
+                    &["nosuid", "nodev", "mode=1777"],
+                ));
+            }
+            None => extra.push(mount(
+                w,
+                "tmpfs",
+                "tmpfs",
+                &["nosuid", "nodev", "mode=1777"],
+            )),
+        }
+    }
+    let new_dests: Vec<PathBuf> = extra.iter().map(|m| m.destination().clone()).collect();
+    mounts.retain(|m| !new_dests.contains(m.destination()));
+    extra.sort_by_key(|m| depth(m.destination()));
+    mounts.extend(extra);
+    spec.set_mounts(Some(mounts));
+
+    // Annotations: base's, then ours on top.
+    let mut ann: HashMap<String, String> = spec.annotations().clone().unwrap_or_default();
+    ann.extend(annotations(policy));
+    spec.set_annotations(Some(ann));
+
+    // Linux.
+    let mut linux = spec.linux().clone().unwrap_or_default();
+    if !from_base {
+        linux.set_masked_paths(Some(DEFAULT_MASKED.iter().map(|s| s.to_string()).collect()));
+        linux.set_readonly_paths(Some(
+            DEFAULT_READONLY.iter().map(|s| s.to_string()).collect(),
+        ));
+        linux.set_namespaces(Some(Vec::new()));
+        // Deny every device node in the devices cgroup, as runc does; the
+        // runtime adds back the standard ones (null, zero, tty, …).
+        let mut deny_all = LinuxDeviceCgroup::default();
+        deny_all
+            .set_allow(false)
+            .set_access(Some("rwm".to_string()));
+        let mut res = LinuxResources::default();
+        res.set_devices(Some(vec![deny_all]));
+        linux.set_resources(Some(res));
+    }
+    let mut masked = linux.masked_paths().clone().unwrap_or_default();
+    for h in &policy.hide {
+        if !masked.contains(h) {
+            masked.push(h.clone());
+        }
+    }
+    linux.set_masked_paths(Some(masked));
+
+    let mut namespaces = linux.namespaces().clone().unwrap_or_default();
+    let mut wanted = vec![
+        LinuxNamespaceType::Pid,
+        LinuxNamespaceType::Ipc,
+        LinuxNamespaceType::Uts,
+        LinuxNamespaceType::Mount,
+    ];
+    match policy.net_namespace {
+        NetNamespace::None => wanted.push(LinuxNamespaceType::Network),
+        NetNamespace::Host => namespaces.retain(|n| n.typ() != LinuxNamespaceType::Network),
+    }
+    for typ in wanted {
+        if !namespaces.iter().any(|n| n.typ() == typ) {
+            let mut ns = LinuxNamespace::default();
+            ns.set_typ(typ);
+            namespaces.push(ns);
+        }
+    }
+    linux.set_namespaces(Some(namespaces));
+
+    let mut res = linux.resources().clone().unwrap_or_default();
+    if let Some(m) = policy.memory {
+        let mut mem = res.memory().unwrap_or_default();
+        mem.set_limit(Some(i64::try_from(m.0).map_err(oci_err)?));
+        res.set_memory(Some(mem));
+    }
+    if let Some(p) = policy.pids {
+        let mut pids = LinuxPids::default();
+        pids.set_limit(p);
+        res.set_pids(Some(pids));
+    }
+    if let Some(c) = policy.cpus {
+        let mut cpu = res.cpu().clone().unwrap_or_default();
+        cpu.set_period(Some(CPU_PERIOD_US));
+        cpu.set_quota(Some((c * CPU_PERIOD_US as f64).round() as i64));
+        res.set_cpu(Some(cpu));
+    }
+    linux.set_resources(Some(res));
+    linux.set_seccomp(Some(seccomp(policy)));
+    spec.set_linux(Some(linux));
+    Ok(spec)
+}
+
+/// `base` env overridden by `policy` env, key by key, base order first.
+fn merge_env(base: Option<&[String]>, policy: &[String]) -> Vec<String> {
+    let key = |e: &str| {
+        e.split_once('=')
+            .map_or(e.to_string(), |(k, _)| k.to_string())
+    };
+    let mut out: Vec<String> = Vec::new();
+    for e in base.unwrap_or_default().iter().chain(policy) {
+        let k = key(e);
+        match out.iter_mut().find(|o| key(o) == k) {
+            Some(slot) => *slot = e.clone(),
+            None => out.push(e.clone()),
+        }
+    }
+    out
+}
+
+fn set_nofile(process: &mut Process, n: u64) -> Result<(), Error> {
+    let mut limits = process.rlimits().clone().unwrap_or_default();
+    limits.retain(|r| r.typ() != PosixRlimitType::RlimitNofile);
+    let r = PosixRlimitBuilder::default()
+        .typ(PosixRlimitType::RlimitNofile)
+        .hard(n)
+        .soft(n)
+        .build()
+        .map_err(oci_err)?;
+    limits.push(r);
+    process.set_rlimits(Some(limits));
+    Ok(())
+}
+
+/// `linux.seccomp`: allow by default, one rule for the deny list.
+pub fn seccomp(policy: &Policy) -> LinuxSeccomp {
+    let mut s = LinuxSeccomp::default();
+    s.set_default_action(LinuxSeccompAction::ScmpActAllow);
+    s.set_architectures(Some(vec![Arch::ScmpArchX86_64, Arch::ScmpArchAarch64]));
+    let mut rules = Vec::new();
+    if !policy.deny.is_empty() {
+        let mut rule = LinuxSyscall::default();
+        rule.set_names(policy.deny.clone());
+        match policy.action {
+            SeccompAction::Errno => {
+                rule.set_action(LinuxSeccompAction::ScmpActErrno);
+                rule.set_errno_ret(Some(1));
+            }
+            SeccompAction::Kill => {
+                rule.set_action(LinuxSeccompAction::ScmpActKillProcess);
+            }
+            SeccompAction::Log => {
+                rule.set_action(LinuxSeccompAction::ScmpActLog);
+            }
+        }
+        rules.push(rule);
+    }
+    s.set_syscalls(Some(rules));
+    s
+}
+
+/// Canonical JSON text of a spec: sorted keys, two-space pretty, newline.
+pub fn to_json(spec: &Spec) -> Result<String, Error> {
+    let mut value = serde_json::to_value(spec).map_err(oci_err)?;
+    // Capability sets are hash sets in oci-spec: give them a fixed order.
+    if let Some(caps) = value
+        .pointer_mut("/process/capabilities")
+        .and_then(|c| c.as_object_mut())
+    {
+        for set in caps.values_mut() {
+            if let Some(items) = set.as_array_mut() {
+                items.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            }
+        }
+    }
+    let mut out = serde_json::to_string_pretty(&sorted(value)).map_err(oci_err)?;
+    out.push('\n');
+    Ok(out)
+}
+
+/// Rebuild every object with its keys in order; works whether or not
+/// serde_json's `preserve_order` feature is on somewhere in the build.
+fn sorted(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// Policy file → canonical config.json text, in one call (what `generate`
+/// and the benchmark do).
+pub fn generate(policy: &Policy, opts: &RenderOptions) -> Result<String, Error> {
+    to_json(&render(policy, opts)?)
+}

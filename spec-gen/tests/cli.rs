@@ -1,0 +1,206 @@
+//! The binary's contract: subcommands, output places and exit codes
+//! (0 ok, 2 usage/policy error, 1 I/O failure).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sandboy-spec-gen"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).current_dir(repo()).output().unwrap()
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sandboy-spec-gen-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn exit_codes() {
+    assert_eq!(
+        run(&["check", "policies/strict.toml"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        run(&[
+            "check",
+            "policies/strict.toml",
+            "spec-gen/tests/bad/unknown_syscall.toml"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(&["check", "/nonexistent/policy.toml"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(run(&["--frobnicate"]).status.code(), Some(2));
+    assert_eq!(run(&["generate", "--policy"]).status.code(), Some(2));
+    assert_eq!(run(&["check"]).status.code(), Some(2));
+    assert_eq!(run(&["--help"]).status.code(), Some(0));
+    let out = run(&[
+        "generate",
+        "--policy",
+        "policies/strict.toml",
+        "--bundle",
+        "-",
+        "--base",
+        "/nonexistent.json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn check_prints_located_errors_on_stderr() {
+    let out = run(&["check", "spec-gen/tests/bad/unknown_syscall.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec-gen/tests/bad/unknown_syscall.toml:5:24: error: unknown syscall \"ptarce\" in syscalls.deny — did you mean \"ptrace\"? hint: "),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn generate_writes_bundle_config() {
+    let dir = tmpdir("bundle");
+    let out = run(&[
+        "generate",
+        "--policy",
+        "policies/gate-step.toml",
+        "--bundle",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let spec: oci_spec::runtime::Spec = serde_json::from_str(&text).unwrap();
+    assert_eq!(spec.root().as_ref().unwrap().path(), Path::new("rootfs"));
+    let stdout = run(&[
+        "generate",
+        "--policy",
+        "policies/gate-step.toml",
+        "--bundle",
+        "-",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&stdout.stdout), text);
+    let with_rootfs = run(&[
+        "generate",
+        "--policy",
+        "policies/strict.toml",
+        "--bundle",
+        "-",
+        "--rootfs",
+        "/srv/busybox",
+    ]);
+    assert!(String::from_utf8_lossy(&with_rootfs.stdout).contains("\"path\": \"/srv/busybox\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_base_is_a_config_error() {
+    let dir = tmpdir("base");
+    let base = dir.join("config.json");
+    std::fs::write(&base, "{\"ociVersion\": 3}").unwrap();
+    let out = run(&[
+        "generate",
+        "--policy",
+        "policies/strict.toml",
+        "--bundle",
+        "-",
+        "--base",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(":1:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explain_in_plain_words() {
+    let out = run(&["explain", "policies/agent-tool.toml"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "can read:",
+        "/repo",
+        "can write/create/delete in: /scratch",
+        "8443",
+        "ptrace",
+        "fail with EPERM",
+        "memory: 256MiB",
+        "120s",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn schema_is_json_schema_of_the_policy() {
+    let out = run(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["additionalProperties"], serde_json::json!(false));
+    let props = v["properties"].as_object().unwrap();
+    for key in [
+        "version", "name", "landlock", "fs", "mount", "net", "syscalls", "process", "limits",
+        "wasm", "context",
+    ] {
+        assert!(props.contains_key(key), "{key}");
+    }
+    let req: Vec<&str> = v["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(
+        req.contains(&"process") && req.contains(&"version"),
+        "{req:?}"
+    );
+}
+
+#[test]
+fn ignore_files_are_written_and_marked() {
+    let dir = tmpdir("ignore");
+    let out = run(&[
+        "ignore-files",
+        "policies/gate-step.toml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in [".agentsignore", ".cursorignore", ".codexignore"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        assert_eq!(
+            text,
+            "# generated by sandboy-spec-gen from policies/gate-step.toml, do not edit\nsecrets/\n*.pem\n.env\n"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

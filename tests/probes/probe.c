@@ -1,0 +1,247 @@
+/*
+ * probe: one escape attempt per run, for sandboy's container escape suite.
+ *
+ *   gcc -static -O2 -Wall -Wextra -o probe probe.c
+ *
+ * Usage: probe SUBCOMMAND [ARGS]
+ *   write PATH | create PATH | unlink PATH | rename A B | read PATH | exec PATH
+ *   connect PORT | bind PORT            (TCP, 127.0.0.1)
+ *   syscall NAME                        (raw syscall with harmless arguments)
+ *   abstract-connect NAME               (AF_UNIX abstract socket "\0NAME")
+ *   kill PID SIG | fds | forkbomb | membomb MB | spin
+ *
+ * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
+ * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
+ * connection (ECONNREFUSED) means the sandbox let the attempt through.
+ * For "syscall" the harmless arguments make an allowed call fail too
+ * (EINVAL, EFAULT, EBADF, ...): the sandbox refused it only if the errno is
+ * the profile's (EPERM by default) or the process died of SIGSYS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sched.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <unistd.h>
+
+static const char *errname(int e)
+{
+	switch (e) {
+#define E(x) case x: return #x;
+	E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC)
+	E(EBADF) E(ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(EBUSY)
+	E(EEXIST) E(EXDEV) E(ENODEV) E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE)
+	E(EMFILE) E(ENOTTY) E(ETXTBSY) E(EFBIG) E(ENOSPC) E(ESPIPE) E(EROFS)
+	E(EMLINK) E(ERANGE) E(ENOSYS) E(ENOTEMPTY) E(ELOOP) E(ENOTSOCK)
+	E(EADDRINUSE) E(EADDRNOTAVAIL) E(ENETUNREACH) E(ECONNREFUSED)
+	E(ETIMEDOUT) E(EOPNOTSUPP) E(EAFNOSUPPORT) E(EPROTONOSUPPORT) E(ENOKEY)
+	E(EKEYREJECTED)
+#undef E
+	default: return "UNKNOWN";
+	}
+}
+
+static int result(long rc)
+{
+	if (rc < 0) {
+		int e = errno;
+		printf("errno=%s\n", errname(e));
+		if (!strcmp(errname(e), "UNKNOWN"))
+			fprintf(stderr, "probe: errno %d\n", e);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int tcp(int port, int do_bind)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return result(-1);
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (do_bind)
+		return result(bind(fd, (struct sockaddr *)&a, sizeof a));
+	if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+		return result(0);
+	if (errno == ECONNREFUSED) {
+		printf("ok (ECONNREFUSED)\n");
+		return 0;
+	}
+	return result(-1);
+}
+
+static int abstract_connect(const char *name)
+{
+	struct sockaddr_un a;
+	size_t n = strlen(name);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return result(-1);
+	if (n > sizeof a.sun_path - 1)
+		n = sizeof a.sun_path - 1;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	memcpy(a.sun_path + 1, name, n);
+	return result(connect(fd, (struct sockaddr *)&a,
+			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
+}
+
+/* Raw syscalls with harmless arguments: each fails with EINVAL/EFAULT/EBADF
+ * if the sandbox lets it through, with EPERM (or the profile's errno) if not. */
+static int raw_syscall(const char *name)
+{
+	long rc;
+	errno = 0;
+	if (!strcmp(name, "ptrace"))
+		rc = syscall(SYS_ptrace, 0x7fffffffL /* PTRACE_?? invalid */, 0, 0, 0);
+	else if (!strcmp(name, "mount"))
+		rc = syscall(SYS_mount, "none", "/nonexistent-probe", "tmpfs", 0L, NULL);
+	else if (!strcmp(name, "umount2"))
+		rc = syscall(SYS_umount2, "/nonexistent-probe", 0);
+	else if (!strcmp(name, "unshare-user"))
+		rc = syscall(SYS_unshare, CLONE_NEWUSER);
+	else if (!strcmp(name, "unshare-mount"))
+		rc = syscall(SYS_unshare, CLONE_NEWNS);
+	else if (!strcmp(name, "setns"))
+		rc = syscall(SYS_setns, -1, 0);
+	else if (!strcmp(name, "bpf"))
+		rc = syscall(SYS_bpf, -1, NULL, 0);
+	else if (!strcmp(name, "keyctl"))
+		rc = syscall(SYS_keyctl, -1L, 0L, 0L, 0L, 0L);
+	else if (!strcmp(name, "add_key"))
+		rc = syscall(SYS_add_key, "user", "probe", "x", 1L, -1L /* bad keyring */);
+	else if (!strcmp(name, "io_uring_setup"))
+		rc = syscall(SYS_io_uring_setup, 0, NULL);
+	else if (!strcmp(name, "open_by_handle_at"))
+		rc = syscall(SYS_open_by_handle_at, -1, NULL, 0);
+	else if (!strcmp(name, "perf_event_open"))
+		rc = syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0L);
+	else if (!strcmp(name, "kexec_load"))
+		rc = syscall(SYS_kexec_load, 0L, 0L, NULL, 0xffffffffL);
+	else if (!strcmp(name, "init_module"))
+		rc = syscall(SYS_init_module, NULL, 0L, "");
+	else if (!strcmp(name, "userfaultfd"))
+		rc = syscall(SYS_userfaultfd, 0x7fffffff /* invalid flags */);
+	else if (!strcmp(name, "personality"))
+		rc = syscall(SYS_personality, 0xffffffffL /* query only */);
+	else {
+		fprintf(stderr, "probe: unknown syscall %s\n", name);
+		return 2;
+	}
+	return result(rc);
+}
+
+static int list_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	if (!d)
+		return result(-1);
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+			printf("%s ", e->d_name);
+	printf("\n");
+	closedir(d);
+	return 0;
+}
+
+static int forkbomb(void)
+{
+	long n = 0;
+	for (;;) {
+		pid_t p = fork();
+		if (p < 0) {
+			printf("forks=%ld ", n);
+			return result(-1);
+		}
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		if (++n >= 100000) {
+			printf("forks=%ld ", n);
+			return result(0);
+		}
+	}
+}
+
+static int membomb(long mb)
+{
+	long i;
+	for (i = 0; i < mb; i++) {
+		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED) {
+			printf("mb=%ld ", i);
+			return result(-1);
+		}
+		memset(p, 1, 1 << 20);
+	}
+	return result(0);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : "";
+	const char *a = argc > 2 ? argv[2] : NULL;
+	const char *b = argc > 3 ? argv[3] : NULL;
+	int fd;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (!strcmp(cmd, "write") && a) {
+		fd = open(a, O_WRONLY | O_CLOEXEC);
+		return result(fd < 0 ? -1 : write(fd, "x", 1));
+	} else if (!strcmp(cmd, "create") && a) {
+		return result(open(a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+	} else if (!strcmp(cmd, "unlink") && a) {
+		return result(unlink(a));
+	} else if (!strcmp(cmd, "rename") && a && b) {
+		return result(rename(a, b));
+	} else if (!strcmp(cmd, "read") && a) {
+		char buf[1];
+		fd = open(a, O_RDONLY | O_CLOEXEC);
+		return result(fd < 0 ? -1 : read(fd, buf, 1));
+	} else if (!strcmp(cmd, "exec") && a) {
+		char *args[] = { (char *)a, NULL };
+		execv(a, args);
+		return result(-1);
+	} else if ((!strcmp(cmd, "connect") || !strcmp(cmd, "bind")) && a) {
+		return tcp(atoi(a), cmd[0] == 'b');
+	} else if (!strcmp(cmd, "syscall") && a) {
+		return raw_syscall(a);
+	} else if (!strcmp(cmd, "abstract-connect") && a) {
+		return abstract_connect(a);
+	} else if (!strcmp(cmd, "kill") && a && b) {
+		return result(kill((pid_t)atoi(a), atoi(b)));
+	} else if (!strcmp(cmd, "fds")) {
+		return list_fds();
+	} else if (!strcmp(cmd, "forkbomb")) {
+		return forkbomb();
+	} else if (!strcmp(cmd, "membomb") && a) {
+		return membomb(atol(a));
+	} else if (!strcmp(cmd, "spin")) {
+		for (;;)
+			;
+	}
+	fprintf(stderr, "usage: probe write|create|unlink|read|exec PATH | rename A B | "
+			"connect|bind PORT | syscall NAME | abstract-connect NAME | "
+			"kill PID SIG | fds | forkbomb | membomb MB | spin\n");
+	return 2;
+}

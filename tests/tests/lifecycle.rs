@@ -1,0 +1,433 @@
+//! Differential lifecycle tests: the same busybox bundle under sandboy and
+//! under runc, asserting what a user sees (exit status, output, state JSON,
+//! cgroup files) is the same.
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::Duration;
+
+use sandboy_tests::*;
+
+/// sandboy, and runc when installed (recorded as a skip otherwise).
+fn runtimes(test: &str) -> Vec<Runtime> {
+    let mut v = vec![Runtime::sandboy()];
+    match Runtime::runc() {
+        Some(r) => v.push(r),
+        None => skip(&format!("{test} (runc side)"), "runc is not installed"),
+    }
+    v
+}
+
+#[test]
+fn run_propagates_exit_status_and_output() {
+    if !need_root("run_propagates_exit_status_and_output") {
+        return;
+    }
+    let mut seen = Vec::new();
+    for rt in runtimes("run_propagates_exit_status_and_output") {
+        let b = Bundle::busybox(&["sh", "-c", "echo out; echo err >&2; exit 7"]);
+        let id = unique_id("exit");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 7);
+        assert_eq!(text(&o.stdout), "out\n", "{}", rt.name);
+        assert!(text(&o.stderr).contains("err\n"), "{}: {}", rt.name, text(&o.stderr));
+        // run without --keep removes the container.
+        assert!(!rt.run(&["state", &id]).status.success(), "{} kept state", rt.name);
+        seen.push(text(&o.stdout));
+    }
+    seen.dedup();
+    assert_eq!(seen.len(), 1);
+}
+
+#[test]
+fn run_reports_128_plus_signal() {
+    if !need_root("run_reports_128_plus_signal") {
+        return;
+    }
+    for rt in runtimes("run_reports_128_plus_signal") {
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("sig");
+        let _g = rt.guard(&id);
+        let child = rt
+            .cmd()
+            .args(["run", "--bundle", b.path().to_str().unwrap(), &id])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        rt.wait_status(&id, "running");
+        assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(137), "{}: {}", rt.name, text(&o.stderr));
+    }
+}
+
+#[test]
+fn state_transitions_and_fields_match_runc() {
+    if !need_root("state_transitions_and_fields_match_runc") {
+        return;
+    }
+    let mut key_sets = Vec::new();
+    for rt in runtimes("state_transitions_and_fields_match_runc") {
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("state");
+        let _g = rt.guard(&id);
+        let pidfile = b.path().join("init.pid");
+        let o = rt.run(&[
+            "create",
+            "--bundle",
+            b.path().to_str().unwrap(),
+            "--pid-file",
+            pidfile.to_str().unwrap(),
+            &id,
+        ]);
+        assert_exit(&o, 0);
+        let st = rt.state(&id);
+        assert_eq!(st["status"], "created", "{}", rt.name);
+        assert_eq!(st["id"], id.as_str());
+        let pid = st["pid"].as_i64().unwrap();
+        assert!(pid > 0);
+        assert_eq!(fs::read_to_string(&pidfile).unwrap().trim(), pid.to_string(), "{}", rt.name);
+        assert_eq!(st["bundle"], b.path().to_str().unwrap(), "{}", rt.name);
+        let mut keys: Vec<String> = st.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        key_sets.push(keys);
+
+        assert_exit(&rt.run(&["start", &id]), 0);
+        assert_eq!(rt.status(&id), "running");
+        assert_exit(&rt.run(&["pause", &id]), 0);
+        assert_eq!(rt.status(&id), "paused");
+        assert_exit(&rt.run(&["resume", &id]), 0);
+        assert_eq!(rt.status(&id), "running");
+        assert_exit(&rt.run(&["kill", &id, "9"]), 0);
+        rt.wait_status(&id, "stopped");
+        assert_exit(&rt.run(&["delete", &id]), 0);
+        assert!(!rt.run(&["state", &id]).status.success());
+    }
+    if key_sets.len() == 2 {
+        assert_eq!(key_sets[0], key_sets[1], "state JSON keys differ from runc");
+    }
+}
+
+#[test]
+fn kill_by_name_number_and_all() {
+    if !need_root("kill_by_name_number_and_all") {
+        return;
+    }
+    for rt in runtimes("kill_by_name_number_and_all") {
+        for sig in ["SIGTERM", "TERM", "15", "KILL"] {
+            // A shell trapping TERM exits 0 on it; KILL can't be trapped.
+            let b = Bundle::busybox(&["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"]);
+            let id = unique_id("kill");
+            let _g = rt.guard(&id);
+            assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+            assert_exit(&rt.run(&["start", &id]), 0);
+            assert_exit(&rt.run(&["kill", &id, sig]), 0);
+            rt.wait_status(&id, "stopped");
+        }
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("killall");
+        let _g = rt.guard(&id);
+        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "60"]), 0);
+        assert_exit(&rt.run(&["kill", "--all", &id, "KILL"]), 0);
+        rt.wait_status(&id, "stopped");
+        // Bad signal: usage error for sandboy (runc exits 1 here).
+        let o = rt.run(&["kill", &id, "NOTASIGNAL"]);
+        assert!(!o.status.success());
+        if rt.name == "sandboy" {
+            assert_exit(&o, 2);
+            assert!(text(&o.stderr).contains("invalid signal"), "{}", text(&o.stderr));
+        }
+    }
+}
+
+#[test]
+fn exec_inline_and_process_file() {
+    if !need_root("exec_inline_and_process_file") {
+        return;
+    }
+    for rt in runtimes("exec_inline_and_process_file") {
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("exec");
+        let _g = rt.guard(&id);
+        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        let o = rt.run(&["exec", "--env", "GREETING=hi", &id, "sh", "-c", "echo $GREETING; exit 5"]);
+        assert_exit(&o, 5);
+        assert_eq!(text(&o.stdout), "hi\n", "{}", rt.name);
+
+        let process = serde_json::json!({
+            "terminal": false,
+            "user": {"uid": 0, "gid": 0},
+            "args": ["sh", "-c", "pwd; echo $MODE"],
+            "env": ["PATH=/bin", "MODE=file"],
+            "cwd": "/tmp",
+        });
+        let pf = b.path().join("process.json");
+        fs::write(&pf, process.to_string()).unwrap();
+        let o = rt.run(&["exec", "--process", pf.to_str().unwrap(), &id]);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "/tmp\nfile\n", "{}", rt.name);
+
+        let o = rt.run(&["ps", "--format", "json", &id]);
+        assert_exit(&o, 0);
+        let pids: Vec<i64> = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(pids.contains(&rt.state(&id)["pid"].as_i64().unwrap()), "{}", rt.name);
+
+        let o = rt.run(&["list", "--format", "json"]);
+        assert_exit(&o, 0);
+        let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(list.as_array().unwrap().iter().any(|c| c["id"] == id.as_str() && c["status"] == "running"));
+        let o = rt.run(&["list", "-q"]);
+        assert!(text(&o.stdout).lines().any(|l| l == id), "{}", rt.name);
+
+        let o = rt.run(&["events", "--stats", &id]);
+        assert_exit(&o, 0);
+        let ev: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(ev["type"], "stats", "{}", rt.name);
+        assert_eq!(ev["id"], id.as_str());
+        assert!(ev["data"]["pids"]["current"].as_u64().unwrap() >= 1, "{}", rt.name);
+
+        // delete --force of a running container.
+        assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+        assert!(!rt.run(&["state", &id]).status.success());
+    }
+}
+
+#[test]
+fn update_memory_and_pids_visible_in_cgroup() {
+    if !need_root("update_memory_and_pids_visible_in_cgroup") {
+        return;
+    }
+    if !std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        skip("update_memory_and_pids_visible_in_cgroup", "no cgroup v1 memory controller");
+        return;
+    }
+    for rt in runtimes("update_memory_and_pids_visible_in_cgroup") {
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("upd");
+        let cg = format!("/sandboy-test/{id}");
+        b.edit(|c| c["linux"]["cgroupsPath"] = cg.clone().into());
+        let _g = rt.guard(&id);
+        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        assert_exit(&rt.run(&["update", "--memory", "64m", "--pids-limit", "42", &id]), 0);
+        let mem = fs::read_to_string(format!("/sys/fs/cgroup/memory{cg}/memory.limit_in_bytes")).unwrap();
+        assert_eq!(mem.trim(), (64u64 << 20).to_string(), "{}", rt.name);
+        let pids = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/pids.max")).unwrap();
+        assert_eq!(pids.trim(), "42", "{}", rt.name);
+        let res = b.path().join("res.json");
+        fs::write(&res, r#"{"pids":{"limit":17}}"#).unwrap();
+        assert_exit(&rt.run(&["update", "--resources", res.to_str().unwrap(), &id]), 0);
+        let pids = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/pids.max")).unwrap();
+        assert_eq!(pids.trim(), "17", "{}", rt.name);
+        assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+        assert!(!std::path::Path::new(&format!("/sys/fs/cgroup/pids{cg}")).exists(), "{} left its cgroup", rt.name);
+    }
+}
+
+#[test]
+fn hooks_run_in_oci_order() {
+    if !need_root("hooks_run_in_oci_order") {
+        return;
+    }
+    let mut orders = Vec::new();
+    for rt in runtimes("hooks_run_in_oci_order") {
+        let b = Bundle::busybox(&["true"]);
+        let log = b.path().join("hooks.log");
+        let hook = |name: &str| {
+            serde_json::json!({"path": "/bin/sh", "args": ["sh", "-c", format!("echo {name} >> {}", log.display())]})
+        };
+        b.edit(|c| {
+            c["hooks"] = serde_json::json!({
+                "prestart": [hook("prestart")],
+                "createRuntime": [hook("createRuntime")],
+                "poststart": [hook("poststart")],
+                "poststop": [hook("poststop")],
+            })
+        });
+        let id = unique_id("hooks");
+        let _g = rt.guard(&id);
+        assert_exit(&rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        let order = fs::read_to_string(&log).unwrap_or_default();
+        orders.push(order.clone());
+        let pos = |n: &str| order.lines().position(|l| l == n).unwrap_or_else(|| panic!("{}: {n} missing in {order:?}", rt.name));
+        assert!(pos("prestart") < pos("poststart") && pos("createRuntime") < pos("poststart"), "{}: {order}", rt.name);
+        assert!(pos("poststart") < pos("poststop"), "{}: {order}", rt.name);
+    }
+    if orders.len() == 2 {
+        assert_eq!(orders[0], orders[1], "hook order differs from runc");
+    }
+}
+
+#[test]
+fn preserve_fds_passes_exactly_the_listed_fds() {
+    if !need_root("preserve_fds_passes_exactly_the_listed_fds") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    for rt in runtimes("preserve_fds_passes_exactly_the_listed_fds") {
+        for (preserve, expect_visible) in [(1, true), (0, false)] {
+            let b = Bundle::busybox(&["sh", "-c", "ls /proc/self/fd | tr '\\n' ' '"]);
+            let secret = b.path().join("secret");
+            fs::write(&secret, "x").unwrap();
+            let file = fs::File::open(&secret).unwrap();
+            let id = unique_id("fds");
+            let _g = rt.guard(&id);
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&file);
+            let mut cmd = rt.cmd();
+            cmd.args(["run", "--preserve-fds", &preserve.to_string(), "--bundle", b.path().to_str().unwrap(), &id]);
+            // SAFETY: dup2 in the child between fork and exec; async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::dup2(raw, 3) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let o = cmd.stdin(Stdio::null()).output().unwrap();
+            assert_exit(&o, 0);
+            let fds: Vec<i32> = text(&o.stdout).split_whitespace().filter_map(|s| s.parse().ok()).collect();
+            assert_eq!(fds.contains(&3), expect_visible, "{} preserve={preserve}: fds {fds:?}", rt.name);
+            // Nothing beyond stdio, the preserved fd and ls' own directory fd.
+            assert!(fds.iter().all(|&f| f <= 3 + preserve), "{}: leaked fds {fds:?}", rt.name);
+        }
+    }
+}
+
+#[test]
+fn console_socket_receives_a_pty() {
+    if !need_root("console_socket_receives_a_pty") {
+        return;
+    }
+    for rt in runtimes("console_socket_receives_a_pty") {
+        let b = Bundle::busybox(&["sh", "-c", "tty; echo on-the-pty"]);
+        b.edit(|c| c["process"]["terminal"] = true.into());
+        let sock = b.path().join("console.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let id = unique_id("tty");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["create", "--console-socket", sock.to_str().unwrap(), "--bundle", b.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 0);
+        let (conn, _) = listener.accept().unwrap();
+        let master = recv_fd(&conn).expect("pty master fd over the console socket");
+        assert_exit(&rt.run(&["start", &id]), 0);
+        let mut out = String::new();
+        let mut buf = [0u8; 256];
+        for _ in 0..50 {
+            // SAFETY: reading into a stack buffer from an fd we own.
+            let n = unsafe { libc::read(master, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            out.push_str(&String::from_utf8_lossy(&buf[..n as usize]));
+            if out.contains("on-the-pty") {
+                break;
+            }
+        }
+        // SAFETY: closing the fd we received and own.
+        unsafe { libc::close(master) };
+        assert!(out.contains("/dev/pts/") && out.contains("on-the-pty"), "{}: {out:?}", rt.name);
+    }
+}
+
+fn recv_fd(conn: &std::os::unix::net::UnixStream) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    let mut data = [0u8; 512];
+    let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
+    let mut cmsg = [0u8; 64];
+    // SAFETY: msghdr is plain data; we point it at live stack buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cmsg.as_mut_ptr().cast();
+    msg.msg_controllen = cmsg.len();
+    // SAFETY: recvmsg writes only into the buffers described by msg.
+    let n = unsafe { libc::recvmsg(conn.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return None;
+    }
+    // SAFETY: walking the control messages the kernel filled in.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() || (*c).cmsg_type != libc::SCM_RIGHTS {
+            return None;
+        }
+        Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const i32))
+    }
+}
+
+#[test]
+fn runtime_binary_is_sealed_during_create() {
+    // CVE-2019-5736: the process that sets up the container must not expose
+    // the real runtime binary through /proc/self/exe.
+    if !need_root("runtime_binary_is_sealed_during_create") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["true"]);
+    let log = b.path().join("exe.log");
+    b.edit(|c| {
+        c["hooks"] = serde_json::json!({"createRuntime": [{"path": "/bin/sh",
+            "args": ["sh", "-c", format!("readlink /proc/$PPID/exe > {}", log.display())]}]})
+    });
+    let id = unique_id("sealed");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+    let exe = fs::read_to_string(&log).unwrap();
+    assert!(exe.contains("memfd:"), "runtime ran from {exe:?}, not a sealed memfd");
+    assert!(!exe.contains(sandboy_bin().to_str().unwrap()));
+}
+
+#[test]
+fn cwd_outside_rootfs_is_refused() {
+    // CVE-2024-21626: a cwd of /proc/self/fd/N must never land the process
+    // in a host directory through an fd the runtime leaked.
+    if !need_root("cwd_outside_rootfs_is_refused") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    for fd in 3..9 {
+        let b = Bundle::busybox(&["pwd"]);
+        b.edit(|c| c["process"]["cwd"] = format!("/proc/self/fd/{fd}").into());
+        let id = unique_id("cwd");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+        assert!(!text(&o.stdout).contains("unreachable"), "fd {fd}: escaped to {}", text(&o.stdout));
+        assert!(!o.status.success() || text(&o.stdout).starts_with("/proc/"), "fd {fd}: {o:?}");
+    }
+}
+
+#[test]
+fn foreground_run_forwards_signals() {
+    if !need_root("foreground_run_forwards_signals") {
+        return;
+    }
+    for rt in runtimes("foreground_run_forwards_signals") {
+        let b = Bundle::busybox(&["sh", "-c", "trap 'echo got-term; exit 3' TERM; while :; do sleep 0.1; done"]);
+        let id = unique_id("fwd");
+        let _g = rt.guard(&id);
+        let child = rt
+            .cmd()
+            .args(["run", "--bundle", b.path().to_str().unwrap(), &id])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        rt.wait_status(&id, "running");
+        sleep(Duration::from_millis(200));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(3), "{}: {}", rt.name, text(&o.stderr));
+        assert_eq!(text(&o.stdout), "got-term\n", "{}", rt.name);
+    }
+    let _ = Command::new("true").status();
+}
