@@ -42,10 +42,26 @@ impl Executor for SandboyExecutor {
             None => Confinement::prepare(spec, self.preserve_fds)
                 .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
         };
+        reset_signals()?;
         if let Err(e) = confinement.apply() {
             tracing::warn!(error = %e, "confinement could not be applied; not starting the payload");
             return Err(ExecutorError::Other(format!("confinement: {e}")));
         }
         DefaultExecutor {}.exec(spec)
     }
+}
+
+/// The payload starts with an empty signal mask and default SIGPIPE: the
+/// runtime blocks signals while it waits in `run`, and Rust ignores SIGPIPE;
+/// neither is the container's business.
+fn reset_signals() -> Result<(), ExecutorError> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    use nix::sys::signalfd::SigSet;
+    SigSet::empty()
+        .thread_set_mask()
+        .map_err(|e| ExecutorError::Other(format!("resetting the signal mask: {e}")))?;
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) }
+        .map_err(|e| ExecutorError::Other(format!("resetting SIGPIPE: {e}")))?;
+    Ok(())
 }

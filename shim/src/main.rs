@@ -12,9 +12,11 @@ mod commands;
 mod error;
 mod executor;
 mod logging;
+mod oom;
 mod ops;
 mod output;
 mod timeout;
+mod wrap;
 
 use clap::Parser;
 
@@ -36,7 +38,10 @@ fn main() {
     // CVE-2019-5736: a container must never be able to reach (and overwrite)
     // the runtime binary through /proc/self/exe. Commands that put a process
     // into a container run from a sealed memfd copy of the binary.
-    if matches!(command, Command::Create(_) | Command::Run(_) | Command::Exec(_)) {
+    if matches!(
+        command,
+        Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Wrap(_)
+    ) {
         if let Err(e) = pentacle::ensure_sealed() {
             eprintln!("sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}");
             std::process::exit(1);
@@ -93,7 +98,7 @@ fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
         Command::Checkpoint(_) | Command::Restore(_) => Err(Failure::runtime(
             "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
         )),
-        Command::Wrap(_) => Err(Failure::runtime("wrap: not available in this build yet")),
+        Command::Wrap(a) => wrap::run(&rt()?, a),
     }
 }
 

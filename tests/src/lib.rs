@@ -202,7 +202,10 @@ impl Runtime {
     /// Poll until `status` is reached (or panic after ~10 s).
     pub fn wait_status(&self, id: &str, want: &str) {
         for _ in 0..200 {
-            if self.status(id) == want {
+            // The container may not exist yet (a `run` still creating it).
+            let o = self.run(&["state", id]);
+            let st: Option<serde_json::Value> = serde_json::from_slice(&o.stdout).ok();
+            if o.status.success() && st.is_some_and(|s| s["status"] == want) {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(50));

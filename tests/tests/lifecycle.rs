@@ -19,6 +19,18 @@ fn runtimes(test: &str) -> Vec<Runtime> {
     v
 }
 
+/// PID 1 ignores TERM until its shell has installed the trap; the scripts
+/// touch /tmp/ready (container tmpfs) once it is.
+fn wait_ready(rt: &Runtime, id: &str) {
+    for _ in 0..200 {
+        if rt.run(&["exec", id, "test", "-e", "/tmp/ready"]).status.success() {
+            return;
+        }
+        sleep(Duration::from_millis(50));
+    }
+    panic!("{}: container {id} never became ready", rt.name);
+}
+
 #[test]
 fn run_propagates_exit_status_and_output() {
     if !need_root("run_propagates_exit_status_and_output") {
@@ -120,11 +132,12 @@ fn kill_by_name_number_and_all() {
     for rt in runtimes("kill_by_name_number_and_all") {
         for sig in ["SIGTERM", "TERM", "15", "KILL"] {
             // A shell trapping TERM exits 0 on it; KILL can't be trapped.
-            let b = Bundle::busybox(&["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 0.1; done"]);
+            let b = Bundle::busybox(&["sh", "-c", "trap 'exit 0' TERM; touch /tmp/ready; while :; do sleep 0.1; done"]);
             let id = unique_id("kill");
             let _g = rt.guard(&id);
             assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
             assert_exit(&rt.run(&["start", &id]), 0);
+            wait_ready(&rt, &id);
             assert_exit(&rt.run(&["kill", &id, sig]), 0);
             rt.wait_status(&id, "stopped");
         }
@@ -273,13 +286,16 @@ fn preserve_fds_passes_exactly_the_listed_fds() {
     use std::os::unix::process::CommandExt;
     for rt in runtimes("preserve_fds_passes_exactly_the_listed_fds") {
         for (preserve, expect_visible) in [(1, true), (0, false)] {
-            let b = Bundle::busybox(&["sh", "-c", "ls /proc/self/fd | tr '\\n' ' '"]);
+            let b = Bundle::busybox(&["sh", "-c", "readlink /proc/self/fd/3 || echo none; ls /proc/self/fd | tr '\\n' ' '"]);
             let secret = b.path().join("secret");
             fs::write(&secret, "x").unwrap();
             let file = fs::File::open(&secret).unwrap();
             let id = unique_id("fds");
             let _g = rt.guard(&id);
-            let raw = std::os::fd::AsRawFd::as_raw_fd(&file);
+            // Park the file above 3 first: dup2(3, 3) would keep O_CLOEXEC.
+            // SAFETY: duplicating an fd we own; the copy lives as long as the test.
+            let raw = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_DUPFD_CLOEXEC, 10) };
+            assert!(raw >= 10);
             let mut cmd = rt.cmd();
             cmd.args(["run", "--preserve-fds", &preserve.to_string(), "--bundle", b.path().to_str().unwrap(), &id]);
             // SAFETY: dup2 in the child between fork and exec; async-signal-safe.
@@ -293,8 +309,10 @@ fn preserve_fds_passes_exactly_the_listed_fds() {
             }
             let o = cmd.stdin(Stdio::null()).output().unwrap();
             assert_exit(&o, 0);
-            let fds: Vec<i32> = text(&o.stdout).split_whitespace().filter_map(|s| s.parse().ok()).collect();
-            assert_eq!(fds.contains(&3), expect_visible, "{} preserve={preserve}: fds {fds:?}", rt.name);
+            let out = text(&o.stdout);
+            let (first, rest) = out.split_once('\n').unwrap();
+            assert_eq!(first.contains("secret"), expect_visible, "{} preserve={preserve}: fd 3 is {first:?}", rt.name);
+            let fds: Vec<i32> = rest.split_whitespace().filter_map(|s| s.parse().ok()).collect();
             // Nothing beyond stdio, the preserved fd and ls' own directory fd.
             assert!(fds.iter().all(|&f| f <= 3 + preserve), "{}: leaked fds {fds:?}", rt.name);
         }
@@ -410,7 +428,7 @@ fn foreground_run_forwards_signals() {
         return;
     }
     for rt in runtimes("foreground_run_forwards_signals") {
-        let b = Bundle::busybox(&["sh", "-c", "trap 'echo got-term; exit 3' TERM; while :; do sleep 0.1; done"]);
+        let b = Bundle::busybox(&["sh", "-c", "trap 'echo got-term; exit 3' TERM; touch /tmp/ready; while :; do sleep 0.1; done"]);
         let id = unique_id("fwd");
         let _g = rt.guard(&id);
         let child = rt
@@ -422,7 +440,7 @@ fn foreground_run_forwards_signals() {
             .spawn()
             .unwrap();
         rt.wait_status(&id, "running");
-        sleep(Duration::from_millis(200));
+        wait_ready(&rt, &id);
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let o = child.wait_with_output().unwrap();

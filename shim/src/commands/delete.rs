@@ -19,6 +19,7 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
             c.status()
         )));
     }
+    crate::oom::report(&c);
     c.delete(args.force)?;
     rt.remove_leftovers(&args.container_id);
     Ok(0)

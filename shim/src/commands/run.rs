@@ -34,6 +34,7 @@ pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
         .pid()
         .ok_or_else(|| Failure::runtime("container has no init pid after start"))?;
     let status = foreground(pid, &signals);
+    crate::oom::report(&container);
     if !args.keep {
         if let Err(e) = container.delete(true) {
             tracing::warn!(id = %args.container_id, error = %crate::error::chain(&e), "delete after run failed");
