@@ -25,7 +25,10 @@ pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
     if rt.exists(&id) {
         return Err(Failure::runtime(format!("container with id exists: {id}")));
     }
-    for w in policy.write.iter().filter(|w| *w != "/") {
+    // /dev, /proc and /sys are the container's own (devices are created by
+    // the runtime); everything else writable comes from the host.
+    let own = |w: &str| ["/dev", "/proc", "/sys"].iter().any(|d| w == *d || w.starts_with(&format!("{d}/")));
+    for w in policy.write.iter().filter(|w| *w != "/" && !own(w)) {
         if !Path::new(w).exists() {
             return Err(Failure::config(format!(
                 "{}: write path {w} does not exist on this host; create it or remove it from [fs] write",

@@ -404,3 +404,49 @@ pub fn unmount_all_mentioning(needle: &str) {
         let _ = Command::new("umount").arg("-l").arg(&p).stderr(Stdio::null()).status();
     }
 }
+
+/// A copy of `policies/<name>.toml` and `bundles/fixtures/` in a scratch dir
+/// (policy mount sources are relative, and steps may write the fixture
+/// repo), with a busybox bundle generated from it by `sandboy-spec-gen`.
+pub struct PolicyBundle {
+    pub scratch: TempDir,
+    pub bundle: Bundle,
+}
+
+impl PolicyBundle {
+    pub fn new(name: &str) -> Self {
+        let scratch = TempDir::new("policy");
+        fs::create_dir_all(scratch.path().join("policies")).unwrap();
+        fs::create_dir_all(scratch.path().join("bundles")).unwrap();
+        fs::copy(
+            repo().join(format!("policies/{name}.toml")),
+            scratch.path().join(format!("policies/{name}.toml")),
+        )
+        .unwrap();
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(repo().join("bundles/fixtures"))
+            .arg(scratch.path().join("bundles/"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let bundle = Bundle::busybox(&["true"]);
+        let policy = scratch.path().join(format!("policies/{name}.toml"));
+        let o = capture(
+            Command::new(spec_gen_bin())
+                .arg("generate")
+                .arg("--policy")
+                .arg(&policy)
+                .arg("--bundle")
+                .arg(bundle.path())
+                .arg("--rootfs")
+                .arg(bundle.rootfs()),
+        );
+        assert_exit(&o, 0);
+        PolicyBundle { scratch, bundle }
+    }
+
+    pub fn policy(&self, name: &str) -> PathBuf {
+        self.scratch.path().join(format!("policies/{name}.toml"))
+    }
+}

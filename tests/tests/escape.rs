@@ -1,0 +1,1150 @@
+//! The escape suite (issue 4): one escape attempt per probe run, inside a
+//! busybox container confined by sandboy from a policy that the test writes
+//! and `sandboy-spec-gen` turns into `config.json` (policy → spec → runtime,
+//! end to end). Every refusal is paired with an allowed counterpart in the
+//! same test, so a test cannot pass because the attempt was broken anyway.
+//!
+//! The probe (`tests/probes/probe.c`) prints `ok`, `ok (ECONNREFUSED)` or
+//! `errno=NAME`; errno names are asserted exactly.
+
+use std::fs;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use sandboy_tests::*;
+
+/// How long one container run may take before the harness kills it.
+const RUN_LIMIT: Duration = Duration::from_secs(90);
+
+// ---------------------------------------------------------------------------
+// Probe binary
+
+/// The static probe: `$CARGO_TARGET_DIR/probes/probe`, `<repo>/target/probes/probe`,
+/// else built here with gcc (None when gcc is missing).
+fn probe_bin() -> Option<PathBuf> {
+    static PROBE: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            let src = repo().join("tests/probes/probe.c");
+            let fresh = |p: &Path| {
+                let (Ok(bin), Ok(src)) = (fs::metadata(p), fs::metadata(&src)) else {
+                    return false;
+                };
+                match (bin.modified(), src.modified()) {
+                    (Ok(b), Ok(s)) => b >= s,
+                    _ => true,
+                }
+            };
+            let candidates = [
+                target_dir().join("probes/probe"),
+                repo().join("target/probes/probe"),
+            ];
+            if let Some(p) = candidates.iter().find(|p| fresh(p)) {
+                return Some(p.clone());
+            }
+            which("gcc")?;
+            let out = target_dir().join("probes/probe");
+            fs::create_dir_all(out.parent().unwrap()).ok()?;
+            let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
+            let st = Command::new("gcc")
+                .args(["-static", "-O2", "-Wall", "-o"])
+                .arg(&tmp)
+                .arg(&src)
+                .status()
+                .ok()?;
+            assert!(st.success(), "gcc failed to build {}", src.display());
+            fs::rename(&tmp, &out).unwrap();
+            Some(out)
+        })
+        .clone()
+}
+
+/// Root, busybox and the probe: false (and a recorded skip) if missing.
+fn ready(test: &str) -> bool {
+    if !need_root(test) {
+        return false;
+    }
+    if !Path::new("/bin/busybox").is_file() {
+        skip(test, "busybox-static is not installed");
+        return false;
+    }
+    if probe_bin().is_none() {
+        skip(test, "no probe binary and gcc is not installed to build it");
+        return false;
+    }
+    true
+}
+
+// ---------------------------------------------------------------------------
+// A confined busybox container made from a policy
+
+/// A busybox bundle whose config.json is generated from a test policy.
+///
+/// Host side (the policy's directory): `outside/` and `work/`, for
+/// `[[mount]]`s a policy may bind at `/outside` (writable by DAC, in no
+/// allowlist) and `/work`. Rootfs: `/bin/probe`, `/data/f`,
+/// `/data/probe-copy` (an executable outside the exec list), `/secret/s`
+/// (in no list).
+struct Sandbox {
+    rt: Runtime,
+    bundle: Bundle,
+    host: TempDir,
+}
+
+impl Sandbox {
+    /// `policy` is a policy without `[process]` (the helper adds one; each
+    /// run then sets `process.args`).
+    fn new(policy: &str) -> Self {
+        let host = TempDir::new("escape-policy");
+        let outside = host.path().join("outside");
+        let work = host.path().join("work");
+        fs::create_dir_all(&outside).unwrap();
+        fs::create_dir_all(&work).unwrap();
+        for (dir, files) in [
+            (&outside, &["target", "victim", "a"][..]),
+            (&work, &["file", "victim", "a"][..]),
+        ] {
+            for f in files {
+                fs::write(dir.join(f), format!("{f}-content\n")).unwrap();
+            }
+        }
+        // A symlink inside the writable /work pointing out of every
+        // allowlist, and one pointing inside (its counterpart).
+        std::os::unix::fs::symlink("/outside/target", work.join("escape")).unwrap();
+        std::os::unix::fs::symlink("/work/file", work.join("inner")).unwrap();
+
+        let bundle = Bundle::busybox(&["/bin/true"]);
+        let rootfs = bundle.rootfs();
+        let probe = probe_bin().expect("probe checked by ready()");
+        fs::copy(&probe, rootfs.join("bin/probe")).unwrap();
+        for d in ["data", "secret", "outside"] {
+            fs::create_dir_all(rootfs.join(d)).unwrap();
+        }
+        fs::write(rootfs.join("data/f"), "data-content\n").unwrap();
+        fs::copy(&probe, rootfs.join("data/probe-copy")).unwrap();
+        fs::write(rootfs.join("secret/s"), "secret-content\n").unwrap();
+
+        let policy_path = host.path().join("owen.policy.toml");
+        fs::write(
+            &policy_path,
+            format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
+        )
+        .unwrap();
+        let o = capture(
+            Command::new(spec_gen_bin())
+                .arg("generate")
+                .arg("--policy")
+                .arg(&policy_path)
+                .arg("--bundle")
+                .arg(bundle.path())
+                .arg("--rootfs")
+                .arg(&rootfs),
+        );
+        assert_exit(&o, 0);
+        Sandbox {
+            rt: Runtime::sandboy(),
+            bundle,
+            host,
+        }
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.host.path().join("outside")
+    }
+
+    fn work(&self) -> PathBuf {
+        self.host.path().join("work")
+    }
+
+    fn bundle_arg(&self) -> &str {
+        self.bundle.path().to_str().unwrap()
+    }
+
+    /// Set `process.args` in config.json.
+    fn set_args(&self, args: &[&str]) {
+        self.bundle
+            .edit(|c| c["process"]["args"] = serde_json::json!(args));
+    }
+
+    /// `sandboy [global…] run [flags…] --bundle B ID` with `args` as the
+    /// payload (not yet spawned).
+    fn run_cmd(&self, id: &str, global: &[&str], flags: &[&str], args: &[&str]) -> Command {
+        self.set_args(args);
+        let mut c = self.rt.cmd();
+        c.args(global)
+            .arg("run")
+            .args(flags)
+            .args(["--bundle", self.bundle_arg(), id]);
+        c
+    }
+
+    /// Run the payload in a fresh container; the container is deleted and
+    /// its cgroups removed afterwards, whatever happened.
+    fn run(&self, args: &[&str]) -> Output {
+        let id = unique_id("esc");
+        let _c = Cleanup::new(&self.rt, &id);
+        output_timeout(&mut self.run_cmd(&id, &[], &[], args), RUN_LIMIT)
+    }
+
+    /// Run the probe and assert its one-line verdict exactly.
+    #[track_caller]
+    fn expect(&self, probe_args: &[&str], want: &str) {
+        let mut args = vec!["/bin/probe"];
+        args.extend_from_slice(probe_args);
+        let o = self.run(&args);
+        assert_eq!(
+            text(&o.stdout).trim(),
+            want,
+            "probe {probe_args:?}: exit {:?}; stderr: {}",
+            o.status.code(),
+            text(&o.stderr)
+        );
+        let code = if want.starts_with("ok") { 0 } else { 1 };
+        assert_exit(&o, code);
+    }
+}
+
+/// Deletes the container (`delete --force`) and removes its cgroups when
+/// dropped, whatever happened.
+struct Cleanup<'a> {
+    rt: &'a Runtime,
+    id: String,
+}
+
+impl<'a> Cleanup<'a> {
+    fn new(rt: &'a Runtime, id: &str) -> Self {
+        Cleanup {
+            rt,
+            id: id.to_owned(),
+        }
+    }
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        drop(self.rt.guard(&self.id));
+        remove_cgroup_tree(&format!("sandboy/{}", self.id));
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// JSON log lines of `--log FILE --log-format json`.
+fn log_lines(path: &Path) -> Vec<serde_json::Value> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The warn-level log lines mentioning `id` and `word` (case-insensitive).
+fn warn_lines_with(path: &Path, id: &str, word: &str) -> Vec<String> {
+    log_lines(path)
+        .into_iter()
+        .filter(|v| matches!(v["level"].as_str(), Some("warning") | Some("warn")))
+        .map(|v| v.to_string())
+        .filter(|l| l.contains(id) && l.to_lowercase().contains(word))
+        .collect()
+}
+
+const FS_POLICY: &str = r#"
+version = 1
+name = "escape-fs"
+
+[landlock]
+mode = "enforce"
+
+[fs]
+read = ["/etc", "/data"]
+exec = ["/bin"]
+write = ["/tmp", "/work"]
+
+[[mount]]
+source = "./work"
+destination = "/work"
+options = ["rbind", "rw"]
+
+[[mount]]
+source = "./outside"
+destination = "/outside"
+options = ["rbind", "rw"]
+
+[syscalls]
+action = "errno"
+"#;
+
+// ---------------------------------------------------------------------------
+// Filesystem
+
+#[test]
+fn fs_write_and_create_only_inside_write_allowlist() {
+    let t = "fs_write_and_create_only_inside_write_allowlist";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(FS_POLICY);
+    // /outside is a rw bind mount (DAC and mount allow it): only Landlock refuses.
+    s.expect(&["write", "/outside/target"], "errno=EACCES");
+    s.expect(&["write", "/work/file"], "ok");
+    s.expect(&["create", "/outside/new"], "errno=EACCES");
+    s.expect(&["create", "/work/new"], "ok");
+    s.expect(&["create", "/tmp/new"], "ok");
+    assert_eq!(
+        fs::read_to_string(s.outside().join("target")).unwrap(),
+        "target-content\n"
+    );
+    assert!(!s.outside().join("new").exists());
+    assert_eq!(
+        fs::read_to_string(s.work().join("file")).unwrap(),
+        "xile-content\n"
+    );
+    assert!(s.work().join("new").exists());
+}
+
+#[test]
+fn fs_unlink_and_rename_only_inside_write_allowlist() {
+    let t = "fs_unlink_and_rename_only_inside_write_allowlist";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(FS_POLICY);
+    s.expect(&["unlink", "/outside/victim"], "errno=EACCES");
+    s.expect(&["unlink", "/work/victim"], "ok");
+    s.expect(&["rename", "/outside/a", "/outside/b"], "errno=EACCES");
+    s.expect(&["rename", "/work/a", "/work/b"], "ok");
+    assert!(s.outside().join("victim").exists());
+    assert!(s.outside().join("a").exists() && !s.outside().join("b").exists());
+    assert!(!s.work().join("victim").exists());
+    assert!(!s.work().join("a").exists() && s.work().join("b").exists());
+}
+
+#[test]
+fn fs_read_and_exec_only_inside_allowlists() {
+    let t = "fs_read_and_exec_only_inside_allowlists";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(FS_POLICY);
+    s.expect(&["read", "/secret/s"], "errno=EACCES");
+    s.expect(&["read", "/outside/target"], "errno=EACCES");
+    s.expect(&["read", "/data/f"], "ok");
+    s.expect(&["read", "/work/file"], "ok");
+    // /data is readable, not executable; /bin is executable.
+    s.expect(&["exec", "/data/probe-copy"], "errno=EACCES");
+    let o = s.run(&["/bin/probe", "exec", "/bin/true"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        text(&o.stdout),
+        "",
+        "exec of /bin/true printed: {}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn fs_symlink_out_of_allowed_tree_does_not_help() {
+    let t = "fs_symlink_out_of_allowed_tree_does_not_help";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(FS_POLICY);
+    // /work/escape -> /outside/target: Landlock judges the resolved path.
+    s.expect(&["write", "/work/escape"], "errno=EACCES");
+    s.expect(&["read", "/work/escape"], "errno=EACCES");
+    // /work/inner -> /work/file: the same kind of link, pointing inside.
+    s.expect(&["write", "/work/inner"], "ok");
+    s.expect(&["read", "/work/inner"], "ok");
+    assert_eq!(
+        fs::read_to_string(s.outside().join("target")).unwrap(),
+        "target-content\n"
+    );
+}
+
+#[test]
+fn fs_hide_masks_content_inside_allowed_tree() {
+    let t = "fs_hide_masks_content_inside_allowed_tree";
+    if !ready(t) {
+        return;
+    }
+    let policy = r#"
+version = 1
+name = "escape-hide"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/etc", "/data"]
+exec = ["/bin"]
+write = ["/tmp"]
+hide = ["/data/hidden.txt", "/data/hidden-dir"]
+"#;
+    let s = Sandbox::new(policy);
+    let data = s.bundle.rootfs().join("data");
+    fs::write(data.join("hidden.txt"), "hidden-content\n").unwrap();
+    fs::write(data.join("shown.txt"), "shown-content\n").unwrap();
+    for d in ["hidden-dir", "shown-dir"] {
+        fs::create_dir_all(data.join(d)).unwrap();
+        fs::write(data.join(d).join("inner.txt"), "inner\n").unwrap();
+    }
+    let o = s.run(&["/bin/cat", "/data/hidden.txt"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "", "hidden file shows content");
+    let o = s.run(&["/bin/cat", "/data/shown.txt"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "shown-content\n");
+    let o = s.run(&["/bin/ls", "-A", "/data/hidden-dir"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "", "hidden dir lists entries");
+    let o = s.run(&["/bin/ls", "-A", "/data/shown-dir"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "inner.txt\n");
+}
+
+// ---------------------------------------------------------------------------
+// Network
+
+#[test]
+fn net_tcp_connect_and_bind_only_listed_ports() {
+    let t = "net_tcp_connect_and_bind_only_listed_ports";
+    if !ready(t) {
+        return;
+    }
+    // Host netns: the container reaches the test's own listeners.
+    let listed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let unlisted = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (lp, up) = (
+        listed.local_addr().unwrap().port(),
+        unlisted.local_addr().unwrap().port(),
+    );
+    let closed = free_port();
+    let (bind_ok, bind_no) = (free_port(), free_port());
+    let policy = format!(
+        r#"
+version = 1
+name = "escape-net"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[net]
+namespace = "host"
+connect = [{lp}, {closed}]
+bind = [{bind_ok}]
+"#
+    );
+    let s = Sandbox::new(&policy);
+    let (lp, up, closed) = (lp.to_string(), up.to_string(), closed.to_string());
+    s.expect(&["connect", &lp], "ok");
+    s.expect(&["connect", &up], "errno=EACCES");
+    s.expect(&["connect", &closed], "ok (ECONNREFUSED)");
+    s.expect(&["bind", &bind_ok.to_string()], "ok");
+    s.expect(&["bind", &bind_no.to_string()], "errno=EACCES");
+}
+
+#[test]
+fn net_none_bind_rules_apply_in_own_netns() {
+    let t = "net_none_bind_rules_apply_in_own_netns";
+    if !ready(t) {
+        return;
+    }
+    let policy = r#"
+version = 1
+name = "escape-net-none"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[net]
+namespace = "none"
+connect = [8080]
+bind = [8080]
+"#;
+    let s = Sandbox::new(policy);
+    s.expect(&["bind", "8080"], "ok");
+    s.expect(&["bind", "8081"], "errno=EACCES");
+    s.expect(&["connect", "8081"], "errno=EACCES");
+}
+
+/// SPEC §4: `namespace = "none"` is "own netns, loopback only": a listed
+/// port on 127.0.0.1 must be reachable (refused, since nothing listens),
+/// not unreachable.
+#[test]
+fn net_none_has_a_working_loopback() {
+    let t = "net_none_has_a_working_loopback";
+    if !ready(t) {
+        return;
+    }
+    let policy = r#"
+version = 1
+name = "escape-net-lo"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[net]
+namespace = "none"
+connect = [8080]
+bind = [8080]
+"#;
+    let s = Sandbox::new(policy);
+    s.expect(&["connect", "8080"], "ok (ECONNREFUSED)");
+}
+
+fn abstract_policy(scope: &str) -> String {
+    format!(
+        r#"
+version = 1
+name = "escape-abstract"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[net]
+namespace = "host"
+scope = {scope}
+"#
+    )
+}
+
+#[test]
+fn scope_abstract_unix_socket_outside_domain_is_refused() {
+    use std::os::linux::net::SocketAddrExt;
+    let t = "scope_abstract_unix_socket_outside_domain_is_refused";
+    if !ready(t) {
+        return;
+    }
+    // Bound by the test process on the host, in the netns the container shares.
+    let name = unique_id("sandboy-escape-abstract");
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+
+    let scoped = Sandbox::new(&abstract_policy(r#"["abstract-unix-socket", "signal"]"#));
+    scoped.expect(&["abstract-connect", &name], "errno=EPERM");
+    // Same socket, same netns, scope not requested: reachable.
+    let open = Sandbox::new(&abstract_policy(r#"["signal"]"#));
+    open.expect(&["abstract-connect", &name], "ok");
+    // A name nobody bound: refused by the kernel, not by Landlock.
+    open.expect(
+        &["abstract-connect", &format!("{name}-none")],
+        "errno=ECONNREFUSED",
+    );
+}
+
+#[test]
+fn scope_signal_outside_domain_is_refused() {
+    let t = "scope_signal_outside_domain_is_refused";
+    if !ready(t) {
+        return;
+    }
+    let policy = |scope: &str| {
+        format!(
+            r#"
+version = 1
+name = "escape-signal"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/dev"]
+exec = ["/bin"]
+[net]
+scope = {scope}
+"#
+        )
+    };
+    for (scope, want_init) in [
+        (r#"["abstract-unix-socket", "signal"]"#, "errno=EPERM"),
+        (r#"["abstract-unix-socket"]"#, "ok"),
+    ] {
+        let s = Sandbox::new(&policy(scope));
+        let id = unique_id("esc-sig");
+        let _c = Cleanup::new(&s.rt, &id);
+        let o = output_timeout(
+            &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
+            RUN_LIMIT,
+        );
+        assert_exit(&o, 0);
+        s.rt.wait_status(&id, "running");
+        // `exec` restricts itself with its own Landlock domain: the init
+        // (pid 1) is outside it.
+        let o = s.rt.run(&["exec", &id, "/bin/probe", "kill", "1", "0"]);
+        assert_eq!(
+            text(&o.stdout).trim(),
+            want_init,
+            "scope {scope}: {}",
+            text(&o.stderr)
+        );
+        // Its own child is inside its domain: always allowed.
+        let o = s.rt.run(&[
+            "exec",
+            &id,
+            "/bin/sh",
+            "-c",
+            "/bin/sleep 30 </dev/null & /bin/probe kill $! 9",
+        ]);
+        assert_eq!(
+            text(&o.stdout).trim(),
+            "ok",
+            "scope {scope}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Syscalls
+
+/// The default-deny entries the probe can call, as probe names.
+const DENIED: &[&str] = &[
+    "ptrace",
+    "mount",
+    "umount2",
+    "unshare-user",
+    "unshare-mount",
+    "setns",
+    "bpf",
+    "keyctl",
+    "add_key",
+    "io_uring_setup",
+    "open_by_handle_at",
+    "perf_event_open",
+    "kexec_load",
+    "init_module",
+    "userfaultfd",
+];
+
+fn syscall_policy(action: &str, allow: &str) -> String {
+    format!(
+        r#"
+version = 1
+name = "escape-syscalls"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[syscalls]
+default_deny = true
+allow = {allow}
+action = "{action}"
+"#
+    )
+}
+
+/// Runs `probe syscall NAME` for each name in one container (a busybox
+/// shell loop) and returns `(name, exit status, verdict)`.
+fn syscall_table(s: &Sandbox, names: &[&str]) -> Vec<(String, i32, String)> {
+    let script = format!(
+        "for s in {}; do r=$(/bin/probe syscall $s); echo \"$s $? $r\"; done",
+        names.join(" ")
+    );
+    let o = s.run(&["/bin/sh", "-c", &script]);
+    assert_exit(&o, 0);
+    let rows: Vec<(String, i32, String)> = text(&o.stdout)
+        .lines()
+        .map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let name = it.next().unwrap_or_default().to_owned();
+            let code = it.next().and_then(|c| c.parse().ok()).unwrap_or(-1);
+            (name, code, it.next().unwrap_or_default().trim().to_owned())
+        })
+        .collect();
+    assert_eq!(
+        rows.len(),
+        names.len(),
+        "output: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    rows
+}
+
+#[test]
+fn syscalls_default_deny_returns_eperm() {
+    let t = "syscalls_default_deny_returns_eperm";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+    let mut names = DENIED.to_vec();
+    names.push("personality");
+    for (name, code, verdict) in syscall_table(&s, &names) {
+        if name == "personality" {
+            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
+        } else {
+            assert_eq!((code, verdict.as_str()), (1, "errno=EPERM"), "{name}");
+        }
+    }
+}
+
+#[test]
+fn syscalls_kill_action_kills_with_sigsys() {
+    let t = "syscalls_kill_action_kills_with_sigsys";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    // The probe as the container's init: `sandboy run` reports 128 + SIGSYS.
+    let o = s.run(&["/bin/probe", "syscall", "ptrace"]);
+    assert_exit(&o, 128 + libc::SIGSYS);
+    assert_eq!(text(&o.stdout), "");
+    let o = s.run(&["/bin/probe", "syscall", "personality"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout).trim(), "ok");
+    let mut names = DENIED.to_vec();
+    names.push("personality");
+    for (name, code, verdict) in syscall_table(&s, &names) {
+        if name == "personality" {
+            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
+        } else {
+            assert_eq!((code, verdict.as_str()), (128 + libc::SIGSYS, ""), "{name}");
+        }
+    }
+}
+
+#[test]
+fn syscalls_allow_removes_entries_from_default_deny() {
+    let t = "syscalls_allow_removes_entries_from_default_deny";
+    if !ready(t) {
+        return;
+    }
+    // With the entries allowed, the harmless arguments fail in the kernel
+    // with the syscall's own errno, not the profile's EPERM or SIGSYS.
+    let s = Sandbox::new(&syscall_policy(
+        "kill",
+        r#"["ptrace", "keyctl", "perf_event_open"]"#,
+    ));
+    let rows = syscall_table(&s, &["ptrace", "keyctl", "perf_event_open", "mount"]);
+    let got: Vec<(&str, i32, &str)> = rows
+        .iter()
+        .map(|(n, c, v)| (n.as_str(), *c, v.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("ptrace", 1, "errno=ESRCH"),
+            ("keyctl", 1, "errno=EOPNOTSUPP"),
+            ("perf_event_open", 1, "errno=EFAULT"),
+            ("mount", 128 + libc::SIGSYS, ""),
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// File descriptors
+
+/// The fd the caller of `sandboy run` leaks (no CLOEXEC).
+const LEAKED_FD: i32 = 42;
+
+fn run_with_leaked_fd(s: &Sandbox, flags: &[&str]) -> Output {
+    let id = unique_id("esc-fd");
+    let _c = Cleanup::new(&s.rt, &id);
+    let leak = fs::File::open("/dev/null").unwrap();
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&leak);
+    let mut cmd = s.run_cmd(&id, &[], flags, &["/bin/probe", "fds"]);
+    // SAFETY: dup2 is async-signal-safe and touches only the child's fds.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, LEAKED_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    output_timeout(&mut cmd, RUN_LIMIT)
+}
+
+#[test]
+fn fds_leaked_by_caller_are_not_visible_unless_preserved() {
+    let t = "fds_leaked_by_caller_are_not_visible_unless_preserved";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(
+        r#"
+version = 1
+name = "escape-fds"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/proc"]
+exec = ["/bin"]
+"#,
+    );
+    let o = run_with_leaked_fd(&s, &[]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        text(&o.stdout).trim(),
+        "0 1 2",
+        "stderr: {}",
+        text(&o.stderr)
+    );
+    let preserve = (LEAKED_FD - 2).to_string();
+    let o = run_with_leaked_fd(&s, &["--preserve-fds", &preserve]);
+    assert_exit(&o, 0);
+    let fds: Vec<String> = text(&o.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert!(
+        fds.contains(&LEAKED_FD.to_string()),
+        "preserved fd missing: {fds:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Fail closed
+
+/// The payload of the fail-closed cases: leaves `work/started` on the host
+/// when it starts (/work is writable), and `outside/marker` only if it runs
+/// without Landlock (`/outside` is writable by DAC but in no allowlist).
+const MARKER_SCRIPT: &str =
+    "echo started > /work/started && echo escaped > /outside/marker && echo payload-ran";
+
+/// Replace the Landlock annotation's mode and add raw access bit 1<<40 (no
+/// Landlock ABI has it) to its first rule.
+fn ask_for_bit_40(s: &Sandbox, mode: &str) {
+    s.bundle.edit(|c| {
+        let key = "dev.sandboy.landlock";
+        let mut ll: serde_json::Value =
+            serde_json::from_str(c["annotations"][key].as_str().unwrap()).unwrap();
+        ll["mode"] = mode.into();
+        ll["fs"][0]["access"]
+            .as_array_mut()
+            .unwrap()
+            .push(1_099_511_627_776u64.into());
+        c["annotations"][key] = ll.to_string().into();
+    });
+}
+
+#[test]
+fn fail_closed_landlock_right_above_kernel_abi() {
+    let t = "fail_closed_landlock_right_above_kernel_abi";
+    if !ready(t) {
+        return;
+    }
+    // enforce: create fails, nothing started, nothing left.
+    let s = Sandbox::new(FS_POLICY);
+    ask_for_bit_40(&s, "enforce");
+    s.set_args(&["/bin/sh", "-c", MARKER_SCRIPT]);
+    let id = unique_id("esc-abi");
+    let _c = Cleanup::new(&s.rt, &id);
+    let o = output_timeout(
+        s.rt.cmd().args(["create", "--bundle", s.bundle_arg(), &id]),
+        RUN_LIMIT,
+    );
+    eprintln!("enforce create: {}", text(&o.stderr));
+    // A runtime failure (the kernel cannot enforce it), not a config error.
+    assert_exit(&o, 1);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("raw access bit 1<<40"),
+        "message does not name the right: {err}"
+    );
+    assert!(
+        err.contains("\"enforce\""),
+        "message does not name the mode: {err}"
+    );
+    assert!(
+        err.contains("best-effort"),
+        "message does not say how to fix: {err}"
+    );
+    let st = s.rt.run(&["state", &id]);
+    assert!(!st.status.success());
+    assert!(
+        text(&st.stderr).contains("container does not exist"),
+        "{}",
+        text(&st.stderr)
+    );
+    assert!(!s.rt.root.path().join(&id).exists(), "state dir left");
+    assert_eq!(cgroups_named(&id), Vec::<PathBuf>::new(), "cgroups left");
+    assert_eq!(pids_mentioning(&id), Vec::<i32>::new(), "processes left");
+    assert!(
+        !s.work().join("started").exists(),
+        "enforce: the payload started"
+    );
+    assert!(
+        !s.outside().join("marker").exists(),
+        "enforce: the payload escaped"
+    );
+
+    // best-effort counterpart: starts, warns, and the rest is still enforced.
+    let s = Sandbox::new(FS_POLICY);
+    ask_for_bit_40(&s, "best-effort");
+    let id = unique_id("esc-abi-be");
+    let _c = Cleanup::new(&s.rt, &id);
+    let log = s.host.path().join("log.json");
+    let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+    let o = output_timeout(
+        &mut s.run_cmd(&id, &g, &[], &["/bin/sh", "-c", MARKER_SCRIPT]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        s.work().join("started").exists(),
+        "best-effort: the payload did not start"
+    );
+    assert!(
+        !s.outside().join("marker").exists(),
+        "best-effort: the payload escaped"
+    );
+    assert!(
+        !warn_lines_with(&log, "", "best-effort").is_empty(),
+        "no best-effort warning: {}",
+        fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+#[test]
+fn fail_closed_seccomp_blocking_landlock_never_runs_unconfined() {
+    let t = "fail_closed_seccomp_blocking_landlock_never_runs_unconfined";
+    if !ready(t) {
+        return;
+    }
+    // spec-gen refuses such a policy outright ...
+    let host = TempDir::new("escape-nd");
+    let p = host.path().join("p.toml");
+    fs::write(
+        &p,
+        "version = 1\nname = \"nd\"\n[syscalls]\ndeny = [\"landlock_restrict_self\"]\n\
+         [process]\nargs = [\"/bin/true\"]\n",
+    )
+    .unwrap();
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["generate", "--bundle", "-", "--policy"])
+            .arg(&p),
+    );
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("landlock_restrict_self"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    // ... so the profile is hand-written into config.json.
+    for with_landlock in [true, false] {
+        let s = Sandbox::new(FS_POLICY);
+        s.bundle.edit(|c| {
+            c["linux"]["seccomp"]["syscalls"].as_array_mut().unwrap().push(serde_json::json!({
+                "names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"],
+                "action": "SCMP_ACT_ERRNO",
+                "errnoRet": 1
+            }));
+            if !with_landlock {
+                c["annotations"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("dev.sandboy.landlock");
+            }
+        });
+        let o = s.run(&["/bin/sh", "-c", MARKER_SCRIPT]);
+        eprintln!(
+            "landlock={with_landlock}: exit {:?}; stdout {:?}; stderr {:?}",
+            o.status.code(),
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        let marker = s.outside().join("marker");
+        if with_landlock {
+            assert!(
+                !marker.exists(),
+                "payload ran without Landlock: {}",
+                text(&o.stderr)
+            );
+            assert!(
+                !text(&o.stdout).contains("payload-ran"),
+                "{}",
+                text(&o.stdout)
+            );
+            // Either it refused to start, or (Landlock is applied before
+            // seccomp) it ran confined and its escape was refused.
+            if s.work().join("started").exists() {
+                assert_exit(&o, 1);
+                assert!(
+                    text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
+                    "{}",
+                    text(&o.stderr)
+                );
+            } else {
+                assert_ne!(o.status.code(), Some(0));
+            }
+        } else {
+            // Counterpart: without the annotation the same payload leaves the
+            // marker, so its absence above means confinement.
+            assert_exit(&o, 0);
+            assert!(marker.exists(), "marker not written: {}", text(&o.stderr));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Exhaustion
+
+fn limits_policy(limits: &str) -> String {
+    format!(
+        r#"
+version = 1
+name = "escape-limits"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+[limits]
+{limits}
+"#
+    )
+}
+
+/// `forks=N errno=EAGAIN` → N.
+fn forks(o: &Output) -> u64 {
+    let out = text(&o.stdout);
+    assert!(
+        out.trim_end().ends_with("errno=EAGAIN"),
+        "fork bomb: {out} {}",
+        text(&o.stderr)
+    );
+    out.split_whitespace()
+        .find_map(|w| w.strip_prefix("forks="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no fork count: {out}"))
+}
+
+#[test]
+fn exhaustion_fork_bomb_stops_at_pids_limit() {
+    let t = "exhaustion_fork_bomb_stops_at_pids_limit";
+    if !ready(t) {
+        return;
+    }
+    let start = Instant::now();
+    let s = Sandbox::new(&limits_policy("pids = 64\nmemory = \"256MiB\""));
+    let o = s.run(&["/bin/probe", "forkbomb"]);
+    assert_exit(&o, 1);
+    let n = forks(&o);
+    eprintln!("pids = 64: {n} forks");
+    // The init plus its children never exceed 64 processes.
+    assert!((32..64).contains(&n), "pids = 64 allowed {n} forks");
+    // Counterpart: a larger limit lets more through, so the limit stopped it.
+    let s = Sandbox::new(&limits_policy("pids = 128\nmemory = \"256MiB\""));
+    let o = s.run(&["/bin/probe", "forkbomb"]);
+    assert_exit(&o, 1);
+    let m = forks(&o);
+    eprintln!("pids = 128: {m} forks");
+    assert!((64..128).contains(&m), "pids = 128 allowed {m} forks");
+    assert!(start.elapsed() < Duration::from_secs(120), "host sluggish");
+}
+
+#[test]
+fn exhaustion_memory_bomb_is_oom_killed_and_reported() {
+    let t = "exhaustion_memory_bomb_is_oom_killed_and_reported";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&limits_policy("memory = \"64MiB\"\npids = 64"));
+    // Counterpart: well under the limit.
+    let o = s.run(&["/bin/probe", "membomb", "16"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout).trim(), "ok");
+
+    let id = unique_id("esc-oom");
+    let _c = Cleanup::new(&s.rt, &id);
+    let log = s.host.path().join("oom.json");
+    let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+    let o = output_timeout(
+        &mut s.run_cmd(&id, &g, &[], &["/bin/probe", "membomb", "1024"]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 137);
+    let lines = warn_lines_with(&log, &id, "oom");
+    eprintln!("oom report: {lines:?}");
+    assert!(
+        !lines.is_empty(),
+        "no warn log line with \"oom\" and the container id; log:\n{}",
+        fs::read_to_string(&log).unwrap_or_default()
+    );
+}
+
+fn timeout_log_ok(log: &Path, id: &str) {
+    assert!(
+        !warn_lines_with(log, id, "timeout").is_empty(),
+        "no warn log line with \"timeout\" and the id; log:\n{}",
+        fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+#[test]
+fn exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached() {
+    let t = "exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&limits_policy("timeout = \"2s\"\npids = 16"));
+    let log = s.host.path().join("timeout.json");
+    let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+
+    // Counterpart: a payload that ends in time is not killed nor reported.
+    let id = unique_id("esc-quick");
+    let _c0 = Cleanup::new(&s.rt, &id);
+    let o = output_timeout(&mut s.run_cmd(&id, &g, &[], &["/bin/true"]), RUN_LIMIT);
+    assert_exit(&o, 0);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        warn_lines_with(&log, &id, "timeout").is_empty(),
+        "quick payload reported as timed out"
+    );
+
+    // Foreground run.
+    let id = unique_id("esc-spin");
+    let _c1 = Cleanup::new(&s.rt, &id);
+    let start = Instant::now();
+    let o = output_timeout(
+        &mut s.run_cmd(&id, &g, &[], &["/bin/probe", "spin"]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 137);
+    let took = start.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(15),
+        "{took:?}"
+    );
+    timeout_log_ok(&log, &id);
+
+    // Detached run: the watcher outlives `run -d`.
+    let id = unique_id("esc-spin-d");
+    let _c2 = Cleanup::new(&s.rt, &id);
+    let o = output_timeout(
+        &mut s.run_cmd(&id, &g, &["--detach"], &["/bin/probe", "spin"]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    let start = Instant::now();
+    loop {
+        let st = s.rt.run(&["state", &id]);
+        assert!(st.status.success(), "state: {}", text(&st.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+        if v["status"] == "stopped" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(12),
+            "detached spinner still {}",
+            v["status"]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    timeout_log_ok(&log, &id);
+}

@@ -1,0 +1,129 @@
+//! `sandboy wrap`: one-line confinement of a host command by a policy.
+
+use std::fs;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use sandboy_tests::*;
+
+/// A policy over the host filesystem with `dir` as the only write path.
+fn policy(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let p = dir.join("wrap.toml");
+    fs::write(
+        &p,
+        format!(
+            r#"version = 1
+name = "wrap-test"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/usr", "/lib", "/lib64", "/etc", "/bin", "/proc"]
+exec = ["/usr/bin", "/bin", "/usr/lib", "/lib", "/lib64"]
+write = ["{}", "/dev/null"]
+[syscalls]
+default_deny = true
+[process]
+args = ["true"]
+cwd = "/"
+{extra}
+"#,
+            dir.join("out").display()
+        ),
+    )
+    .unwrap();
+    fs::create_dir_all(dir.join("out")).unwrap();
+    p
+}
+
+fn wrap(rt: &Runtime, policy: &std::path::Path, id: &str, cmd: &[&str]) -> Command {
+    let mut c = rt.cmd();
+    c.args(["wrap", "--policy", policy.to_str().unwrap(), "--id", id, "--"]).args(cmd);
+    c
+}
+
+fn assert_clean(rt: &Runtime, id: &str) {
+    assert!(!rt.root.path().join(id).exists(), "state left for {id}");
+    assert!(!rt.root.path().join(".wrap").join(id).exists(), "wrap bundle left for {id}");
+    assert!(cgroups_named(id).is_empty(), "cgroups left: {:?}", cgroups_named(id));
+}
+
+#[test]
+fn wrap_passes_exit_status_and_stdio_and_confines_writes() {
+    if !need_root("wrap_passes_exit_status_and_stdio_and_confines_writes") {
+        return;
+    }
+    let dir = TempDir::new("wrap");
+    let p = policy(dir.path(), "");
+    let rt = Runtime::sandboy();
+    let id = unique_id("wrap");
+    let out = dir.path().join("out/f");
+    let outside = dir.path().join("outside");
+    let script = format!(
+        "read line; echo got:$line; echo kept > {}; echo no > {} || echo refused; exit 9",
+        out.display(),
+        outside.display()
+    );
+    let mut child = wrap(&rt, &p, &id, &["sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(9), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "got:hello\nrefused\n");
+    assert_eq!(fs::read_to_string(&out).unwrap(), "kept\n", "write path change did not persist");
+    assert!(!outside.exists(), "write outside the policy went through");
+    assert_clean(&rt, &id);
+}
+
+#[test]
+fn wrap_cleans_up_after_sigkill_and_enforces_timeout() {
+    if !need_root("wrap_cleans_up_after_sigkill_and_enforces_timeout") {
+        return;
+    }
+    let dir = TempDir::new("wrapk");
+    let p = policy(dir.path(), "");
+    let rt = Runtime::sandboy();
+    let id = unique_id("wrapk");
+    // SIGKILL of the command from outside: wrap reports 137 and cleans up.
+    let out = TempDir::new("wrapk-out");
+    let child = wrap(&rt, &p, &id, &["sleep", "30"])
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(out.path().join("o")).unwrap())
+        .stderr(fs::File::create(out.path().join("e")).unwrap())
+        .spawn()
+        .unwrap();
+    rt.wait_status(&id, "running");
+    let pid = rt.state(&id)["pid"].as_i64().unwrap();
+    // SAFETY: signalling the container's init, which we just looked up.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(137));
+    assert_clean(&rt, &id);
+
+    let p = policy(dir.path(), "[limits]\ntimeout = \"1s\"");
+    let id = unique_id("wrapt");
+    let log = dir.path().join("log.json");
+    let mut c = rt.cmd();
+    c.args(["--log", log.to_str().unwrap(), "--log-format", "json", "wrap", "--policy", p.to_str().unwrap(), "--id", &id, "--", "sleep", "30"]);
+    let started = std::time::Instant::now();
+    let o = capture(&mut c);
+    assert_exit(&o, 137);
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let log = fs::read_to_string(&log).unwrap_or_default();
+    assert!(log.contains("timeout") && log.contains(&id), "no timeout warning: {log}");
+    assert_clean(&rt, &id);
+}
+
+#[test]
+fn wrap_rejects_bad_policy_with_location() {
+    let dir = TempDir::new("wrapbad");
+    let p = dir.path().join("bad.toml");
+    fs::write(&p, "version = 1\nname = \"x\"\n[fs]\nread = [\"relative/path\"]\n[process]\nargs = [\"true\"]\n").unwrap();
+    let rt = Runtime::sandboy();
+    let o = capture(&mut wrap(&rt, &p, "wrapbad", &["true"]));
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("bad.toml:4:"), "{}", text(&o.stderr));
+}
