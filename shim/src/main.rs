@@ -12,6 +12,7 @@ mod commands;
 mod error;
 mod executor;
 mod logging;
+mod loopback;
 mod oom;
 mod ops;
 mod output;

@@ -92,6 +92,13 @@ impl Runtime {
             })
             .and_then(|b| b.build());
 
+        let result = result.map_err(Failure::from).and_then(|c| {
+            if crate::loopback::wants_new_netns(&bundle.spec) {
+                let pid = c.pid().ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                crate::loopback::bring_up(pid.as_raw())?;
+            }
+            Ok(c)
+        });
         match result {
             Ok(mut container) => {
                 if build_dir.is_some() {
@@ -101,8 +108,11 @@ impl Runtime {
                 Ok(container)
             }
             Err(err) => {
+                if let Ok(mut c) = Container::load(self.dir(id)) {
+                    let _ = c.delete(true);
+                }
                 self.remove_leftovers(id);
-                Err(Failure::from(err))
+                Err(err)
             }
         }
     }
