@@ -1148,3 +1148,41 @@ fn exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached() {
     }
     timeout_log_ok(&log, &id);
 }
+
+#[test]
+fn exec_into_a_container_is_as_confined_as_its_init() {
+    // libcontainer rebuilds an exec'd process's spec without linux.seccomp;
+    // sandboy must still apply the container's profile (and its Landlock
+    // ruleset) to it.
+    let t = "exec_into_a_container_is_as_confined_as_its_init";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+    let id = unique_id("esc-exec");
+    let _c = Cleanup::new(&s.rt, &id);
+    let o = output_timeout(
+        &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    s.rt.wait_status(&id, "running");
+    for name in DENIED {
+        let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", name]);
+        assert_eq!(text(&o.stdout).trim(), "errno=EPERM", "exec {name}: {}", text(&o.stderr));
+    }
+    // Counterpart: an allowed call from the same exec'd process works.
+    let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", "personality"]);
+    assert_eq!(text(&o.stdout).trim(), "ok", "{}", text(&o.stderr));
+    // The --process form gets the same confinement.
+    let pf = s.host.path().join("process.json");
+    fs::write(
+        &pf,
+        serde_json::json!({"args": ["/bin/probe", "syscall", "ptrace"], "cwd": "/",
+            "user": {"uid": 0, "gid": 0}, "env": ["PATH=/bin"], "noNewPrivileges": true})
+        .to_string(),
+    )
+    .unwrap();
+    let o = s.rt.run(&["exec", "--process", pf.to_str().unwrap(), &id]);
+    assert_eq!(text(&o.stdout).trim(), "errno=EPERM", "{}", text(&o.stderr));
+}

@@ -40,8 +40,15 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         })
         .collect::<Result<_>>()?;
 
+    // The exec'd process gets the init's confinement; without the spec it
+    // cannot, so exec is refused rather than run unconfined.
+    let init_spec = oci_spec::runtime::Spec::load(c.bundle().join("config.json")).map_err(|e| {
+        Failure::runtime(format!(
+            "exec: cannot read the container's config.json to confine the new process: {e}"
+        ))
+    })?;
     let pid = ContainerBuilder::new(args.container_id.clone(), SyscallType::default())
-        .with_executor(SandboyExecutor::new(args.preserve_fds))
+        .with_executor(SandboyExecutor::for_tenant(args.preserve_fds, &init_spec))
         .with_root_path(&rt.root)?
         .with_console_socket(args.console_socket.as_ref())
         .with_pid_file(args.pid_file.as_ref())?

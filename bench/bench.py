@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Container lifecycle benchmark: sandboy vs runc vs crun on one busybox
+`/bin/true` bundle, interleaved in one run, medians and ratios.
+
+Runs inside one private mount namespace (see bench.sh) in which the cgroup2
+controller list is hidden, which crun needs on this hybrid-cgroup host; every
+runtime runs under that same namespace, so the comparison stays fair.
+
+Usage: bench.py SANDBOY_BIN BUNDLE POLICY_BUNDLE [N]
+"""
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(argv):
+    """Wall time (ms), exit status and peak RSS (KiB) of one command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    ms = (time.perf_counter() - t0) * 1000
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    return ms, code, ru.ru_maxrss, err
+
+
+def main():
+    sandboy, bundle, policy_bundle = sys.argv[1:4]
+    n = int(sys.argv[4]) if len(sys.argv) > 4 else 30
+    runtimes = {"sandboy": sandboy}
+    for name in ("runc", "crun"):
+        path = shutil.which(name)
+        if path:
+            runtimes[name] = path
+    cases = [(name, bin, bundle) for name, bin in runtimes.items()]
+    cases.append(("sandboy+strict", sandboy, policy_bundle))
+    roots = {c[0]: tempfile.mkdtemp(prefix=f"bench-{c[0]}-") for c in cases}
+    samples = {c[0]: {"run": [], "create": [], "start": [], "delete": [], "rss": []} for c in cases}
+    failures = {}
+
+    for i in range(n):
+        order = cases[:]
+        random.shuffle(order)
+        for name, bin, b in order:
+            root = ["--root", roots[name]]
+            cid = f"bench-{i}"
+            ms, code, rss, err = timed([bin, *root, "run", "--bundle", b, cid])
+            d_ms, _, _, _ = timed([bin, *root, "delete", "--force", cid])
+            if code != 0:
+                failures.setdefault(name, err.strip()[-300:])
+                continue
+            samples[name]["run"].append(ms + d_ms)
+            samples[name]["rss"].append(rss)
+            cid = f"bench-{i}-c"
+            for step, argv in (("create", ["create", "--bundle", b, cid]),
+                               ("start", ["start", cid]),
+                               ("delete", ["delete", "--force", cid])):
+                ms, code, rss, err = timed([bin, *root, *argv])
+                if code != 0:
+                    failures.setdefault(name, f"{step}: {err.strip()[-300:]}")
+                    timed([bin, *root, "delete", "--force", cid])
+                    break
+                samples[name][step].append(ms)
+                samples[name]["rss"].append(rss)
+
+    def med(xs):
+        return statistics.median(xs) if xs else float("nan")
+
+    print(f"lifecycle of busybox /bin/true, {n} interleaved iterations, medians in ms")
+    print(f"{'runtime':<16}{'run+delete':>12}{'create':>9}{'start':>9}{'delete':>9}{'c+s+d':>9}{'peak RSS':>11}")
+    table = {}
+    for name, _, _ in cases:
+        s = samples[name]
+        csd = med(s["create"]) + med(s["start"]) + med(s["delete"])
+        table[name] = (med(s["run"]), csd)
+        print(f"{name:<16}{med(s['run']):>12.1f}{med(s['create']):>9.1f}{med(s['start']):>9.1f}"
+              f"{med(s['delete']):>9.1f}{csd:>9.1f}{(max(s['rss']) if s['rss'] else 0)/1024:>9.1f}MB")
+    base = table["sandboy"]
+    print("ratios (sandboy / peer; below 1.0 is faster):")
+    for peer in ("runc", "crun"):
+        if peer in table:
+            print(f"  vs {peer:<5} run+delete {base[0]/table[peer][0]:.2f}   create+start+delete {base[1]/table[peer][1]:.2f}")
+    strict = table["sandboy+strict"]
+    print(f"strict policy overhead (sandboy+strict - sandboy): run+delete {strict[0]-base[0]:+.1f} ms,"
+          f" create+start+delete {strict[1]-base[1]:+.1f} ms")
+    for name, err in failures.items():
+        print(f"FAILED runs for {name}: {err}")
+    for r in roots.values():
+        shutil.rmtree(r, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

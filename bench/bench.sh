@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make bench: lifecycle vs runc/crun, policy overhead, spec-gen speed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$repo/target}
+sandboy=$target/release/sandboy
+specgen=$target/release/sandboy-spec-gen
+n=${BENCH_N:-30}
+work=$(mktemp -d /tmp/sandboy-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+"$repo/bundles/busybox.sh" "$work/plain" /bin/true >/dev/null
+# The strict policy, with /bin/true as its process, on the same rootfs.
+"$repo/bundles/busybox.sh" "$work/strict" /bin/true >/dev/null
+sed 's|^args = .*|args = ["/bin/true"]|' "$repo/policies/strict.toml" > "$work/strict.toml"
+"$specgen" generate --policy "$work/strict.toml" --bundle "$work/strict" --rootfs "$work/strict/rootfs"
+
+echo "== container lifecycle (release build, $(nproc) cores)"
+# One private mount namespace for all runtimes: the cgroup2 controller list
+# is hidden so crun accepts this hybrid host; runc and sandboy run under the
+# very same view.
+unshare -m --propagation private bash -c '
+  mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null || true
+  exec python3 "$0" "$@"' "$repo/bench/bench.py" "$sandboy" "$work/plain" "$work/strict" "$n"
+
+echo
+echo "== sandboy-spec-gen generate, 200-rule policy"
+cargo bench -q -p sandboy-spec-gen 2>/dev/null | grep -E 'generate_200_rules_median_us' || echo "spec-gen bench unavailable"
+
+if [ -x "$repo/bench/wasm.sh" ]; then
+  echo
+  echo "== OCI-wasm adapter start (cold/warm) vs native"
+  bash "$repo/bench/wasm.sh" "$sandboy"
+fi
