@@ -59,15 +59,11 @@ fn invalid_config_field_is_located() {
     expect(&o, 2, &["config.json:", "invalid config.json"]);
     assert_nothing_left(&rt, &id);
 
-    for (edit, needle) in [
-        (serde_json::json!({"path": "/nonexistent-rootfs"}), "root.path"),
-    ] {
-        let b = Bundle::busybox(&["true"]);
-        b.edit(|c| c["root"] = edit.clone());
-        let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
-        expect(&o, 2, &[needle]);
-        assert_nothing_left(&rt, &id);
-    }
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| c["root"] = serde_json::json!({"path": "/nonexistent-rootfs"}));
+    let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+    expect(&o, 2, &["root.path"]);
+    assert_nothing_left(&rt, &id);
     let b = Bundle::busybox(&["true"]);
     b.edit(|c| c["process"]["args"] = serde_json::json!([]));
     expect(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 2, &["process.args is empty"]);
