@@ -60,7 +60,9 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
         )));
     }
     let process = spec.process().as_ref().ok_or_else(|| {
-        Failure::config(format!("{at}: \"process\" is missing; add a process with args"))
+        Failure::config(format!(
+            "{at}: \"process\" is missing; add a process with args"
+        ))
     })?;
     if process.args().as_ref().is_none_or(|a| a.is_empty()) {
         return Err(Failure::config(format!(
@@ -74,7 +76,9 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
         )));
     }
     let root = spec.root().as_ref().ok_or_else(|| {
-        Failure::config(format!("{at}: \"root\" is missing; set root.path to the rootfs"))
+        Failure::config(format!(
+            "{at}: \"root\" is missing; set root.path to the rootfs"
+        ))
     })?;
     let rootfs = dir.join(root.path());
     if !rootfs.is_dir() {
@@ -117,9 +121,8 @@ impl Annotations {
             return Ok(out);
         };
         if let Some(v) = map.get(annotations::LANDLOCK) {
-            out.landlock = Some(
-                LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?,
-            );
+            out.landlock =
+                Some(LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?);
         }
         if let Some(v) = map.get(annotations::TIMEOUT) {
             out.timeout = Some(Span::parse(v).map_err(|e| {

@@ -25,15 +25,24 @@ pub struct Failure {
 
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Self {
-        Self { kind: Kind::Usage, message: message.into() }
+        Self {
+            kind: Kind::Usage,
+            message: message.into(),
+        }
     }
 
     pub fn config(message: impl Into<String>) -> Self {
-        Self { kind: Kind::Config, message: message.into() }
+        Self {
+            kind: Kind::Config,
+            message: message.into(),
+        }
     }
 
     pub fn runtime(message: impl Into<String>) -> Self {
-        Self { kind: Kind::Runtime, message: message.into() }
+        Self {
+            kind: Kind::Runtime,
+            message: message.into(),
+        }
     }
 
     /// Prefix the message with what was being done.
@@ -66,7 +75,10 @@ impl From<LibcontainerError> for Failure {
             | LibcontainerError::InvalidInput(_) => Kind::Config,
             _ => Kind::Runtime,
         };
-        Failure { kind, message: chain(&err) }
+        Failure {
+            kind,
+            message: chain(&err),
+        }
     }
 }
 

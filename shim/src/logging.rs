@@ -118,7 +118,11 @@ pub fn init(format: Format, file: Option<&Path>, debug: bool) -> std::io::Result
     } else {
         Level::WARN
     };
-    let layer = LineLayer { format, max, out: Mutex::new(out) };
+    let layer = LineLayer {
+        format,
+        max,
+        out: Mutex::new(out),
+    };
     // Only our own events below debug; libcontainer's own error! lines are
     // kept because engines surface them on failure.
     let _ = tracing_subscriber::registry().with(layer).try_init();

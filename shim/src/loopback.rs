@@ -18,14 +18,17 @@ pub fn wants_new_netns(spec: &Spec) -> bool {
         .as_ref()
         .and_then(|l| l.namespaces().as_ref())
         .is_some_and(|ns| {
-            ns.iter().any(|n| n.typ() == LinuxNamespaceType::Network && n.path().is_none())
+            ns.iter()
+                .any(|n| n.typ() == LinuxNamespaceType::Network && n.path().is_none())
         })
 }
 
 /// Bring `lo` up in the network namespace of `pid`.
 pub fn bring_up(pid: i32) -> Result<()> {
     let err = |what: &str, e: &dyn std::fmt::Display| {
-        Failure::runtime(format!("bringing up loopback in the container's netns: {what}: {e}"))
+        Failure::runtime(format!(
+            "bringing up loopback in the container's netns: {what}: {e}"
+        ))
     };
     let ours = File::open("/proc/self/ns/net").map_err(|e| err("open own netns", &e))?;
     let theirs =

@@ -55,11 +55,16 @@ fn main() {
     if let Err(e) = logging::init(format, cli.global.log.as_deref(), cli.global.debug) {
         eprintln!(
             "sandboy: cannot open log file {}: {e}",
-            cli.global.log.as_deref().unwrap_or(std::path::Path::new("-")).display()
+            cli.global
+                .log
+                .as_deref()
+                .unwrap_or(std::path::Path::new("-"))
+                .display()
         );
         std::process::exit(1);
     }
-    if cli.global.criu.is_some() || cli.global.rootless.is_some() || cli.global.log_level.is_some() {
+    if cli.global.criu.is_some() || cli.global.rootless.is_some() || cli.global.log_level.is_some()
+    {
         tracing::debug!("ignoring runc-only global flags (--criu, --rootless, --log-level)");
     }
     tracing::debug!(args = ?std::env::args().collect::<Vec<_>>(), "invoked");

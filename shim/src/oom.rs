@@ -11,13 +11,27 @@ pub fn kills(c: &Container) -> Option<u64> {
     let rel = c.spec().ok()?.cgroup_path;
     let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
     let candidates: [(PathBuf, &str); 3] = [
-        (Path::new("/sys/fs/cgroup/memory").join(&rel).join("memory.oom_control"), "oom_kill "),
-        (Path::new("/sys/fs/cgroup").join(&rel).join("memory.events"), "oom_kill "),
-        (Path::new("/sys/fs/cgroup/unified").join(&rel).join("memory.events"), "oom_kill "),
+        (
+            Path::new("/sys/fs/cgroup/memory")
+                .join(&rel)
+                .join("memory.oom_control"),
+            "oom_kill ",
+        ),
+        (
+            Path::new("/sys/fs/cgroup").join(&rel).join("memory.events"),
+            "oom_kill ",
+        ),
+        (
+            Path::new("/sys/fs/cgroup/unified")
+                .join(&rel)
+                .join("memory.events"),
+            "oom_kill ",
+        ),
     ];
     candidates.iter().find_map(|(file, key)| {
         let text = std::fs::read_to_string(file).ok()?;
-        text.lines().find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
     })
 }
 

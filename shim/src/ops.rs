@@ -65,7 +65,11 @@ impl Runtime {
             ));
         }
         let bundle = Bundle::load(&opts.bundle)?;
-        let linux = bundle.spec.linux().as_ref().expect("checked by Bundle::load");
+        let linux = bundle
+            .spec
+            .linux()
+            .as_ref()
+            .expect("checked by Bundle::load");
         if linux
             .namespaces()
             .as_ref()
@@ -94,7 +98,9 @@ impl Runtime {
 
         let result = result.map_err(Failure::from).and_then(|c| {
             if crate::loopback::wants_new_netns(&bundle.spec) {
-                let pid = c.pid().ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                let pid = c
+                    .pid()
+                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
                 crate::loopback::bring_up(pid.as_raw())?;
             }
             Ok(c)
@@ -121,7 +127,11 @@ impl Runtime {
     /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
     /// for such specs it gets a copy with `/sandboy/<id>` filled in.
     fn shadow_if_needed(&self, id: &str, bundle: &Bundle) -> Result<Option<PathBuf>> {
-        let linux = bundle.spec.linux().as_ref().expect("checked by Bundle::load");
+        let linux = bundle
+            .spec
+            .linux()
+            .as_ref()
+            .expect("checked by Bundle::load");
         if linux.cgroups_path().is_some() {
             return Ok(None);
         }
@@ -203,6 +213,12 @@ pub fn rootfs_of(c: &Container) -> PathBuf {
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
                 .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
         })
-        .map(|p| if p.is_absolute() { p } else { c.bundle().join(p) })
+        .map(|p| {
+            if p.is_absolute() {
+                p
+            } else {
+                c.bundle().join(p)
+            }
+        })
         .unwrap_or_else(|| Path::new("").to_path_buf())
 }

@@ -26,7 +26,9 @@ pub fn watch(rt: &Runtime, c: &Container) -> Result<()> {
     };
     let span = sandboy_spec_gen::units::Span::parse(timeout)
         .map_err(|e| Failure::config(format!("annotation dev.sandboy.timeout: {e}")))?;
-    let pid = c.pid().ok_or_else(|| Failure::runtime("container has no init pid"))?;
+    let pid = c
+        .pid()
+        .ok_or_else(|| Failure::runtime("container has no init pid"))?;
     let pidfd = pidfd_open(pid.as_raw())?;
 
     // SAFETY: the runtime is single-threaded (libcontainer forbids threads
@@ -68,7 +70,11 @@ fn pidfd_open(pid: i32) -> Result<OwnedFd> {
 
 /// Point stdio at /dev/null so the watcher keeps no pipe of the caller open.
 fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
         for target in 0..3 {
             let _ = nix::unistd::dup2(null.as_raw_fd(), target);
         }
@@ -96,10 +102,17 @@ fn wait_or_kill(rt: &Runtime, id: &str, pidfd: &OwnedFd, ms: u64) -> i32 {
             Err(_) => return 1,
         }
     }
-    tracing::warn!(id, timeout_ms = ms, "container exceeded its timeout (dev.sandboy.timeout); killing it");
+    tracing::warn!(
+        id,
+        timeout_ms = ms,
+        "container exceeded its timeout (dev.sandboy.timeout); killing it"
+    );
     let _ = std::fs::write(rt.root.join(id).join(MARKER), b"");
     match rt.load(id) {
-        Ok(mut c) => match c.kill(libcontainer::signal::Signal::try_from("SIGKILL").expect("valid"), true) {
+        Ok(mut c) => match c.kill(
+            libcontainer::signal::Signal::try_from("SIGKILL").expect("valid"),
+            true,
+        ) {
             Ok(()) => 0,
             Err(e) => {
                 tracing::warn!(id, error = %crate::error::chain(&e), "timeout kill failed");

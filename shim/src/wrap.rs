@@ -20,14 +20,20 @@ use crate::ops::{validate_id, Runtime};
 
 pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
     let mut policy = Policy::load(&args.policy).map_err(|e| Failure::config(e.to_string()))?;
-    let id = args.id.unwrap_or_else(|| format!("wrap-{}", std::process::id()));
+    let id = args
+        .id
+        .unwrap_or_else(|| format!("wrap-{}", std::process::id()));
     validate_id(&id)?;
     if rt.exists(&id) {
         return Err(Failure::runtime(format!("container with id exists: {id}")));
     }
     // /dev, /proc and /sys are the container's own (devices are created by
     // the runtime); everything else writable comes from the host.
-    let own = |w: &str| ["/dev", "/proc", "/sys"].iter().any(|d| w == *d || w.starts_with(&format!("{d}/")));
+    let own = |w: &str| {
+        ["/dev", "/proc", "/sys"]
+            .iter()
+            .any(|d| w == *d || w.starts_with(&format!("{d}/")))
+    };
     for w in policy.write.iter().filter(|w| *w != "/" && !own(w)) {
         if !Path::new(w).exists() {
             return Err(Failure::config(format!(
@@ -47,8 +53,14 @@ pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
     let rootfs = work.join("rootfs");
     fs::create_dir_all(&rootfs)?;
     let result = (|| {
-        let spec = render::render(&policy, &RenderOptions { rootfs: Some(rootfs.clone()), base: None })
-            .map_err(|e| Failure::config(e.to_string()))?;
+        let spec = render::render(
+            &policy,
+            &RenderOptions {
+                rootfs: Some(rootfs.clone()),
+                base: None,
+            },
+        )
+        .map_err(|e| Failure::config(e.to_string()))?;
         let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
         fs::write(work.join("config.json"), json)?;
         bind_host_root(&rootfs)?;
@@ -79,10 +91,22 @@ pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
 fn bind_host_root(rootfs: &Path) -> Result<()> {
     let err = |what: &str, e: nix::Error| Failure::runtime(format!("wrap: {what}: {e}"));
     unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err("unshare(CLONE_NEWNS)", e))?;
-    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
-        .map_err(|e| err("making / private", e))?;
-    mount(Some("/"), rootfs, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
-        .map_err(|e| err("binding / at the rootfs", e))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| err("making / private", e))?;
+    mount(
+        Some("/"),
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| err("binding / at the rootfs", e))?;
     set_recursive_readonly(rootfs)
 }
 
@@ -100,7 +124,12 @@ fn set_recursive_readonly(path: &Path) -> Result<()> {
     const AT_RECURSIVE: libc::c_uint = 0x8000;
     let c = CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| Failure::runtime("wrap: rootfs path contains NUL"))?;
-    let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
     // SAFETY: a valid NUL-terminated path and a properly sized mount_attr
     // that outlives the call.
     let rc = unsafe {

@@ -14,7 +14,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Repository root.
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Cargo's target directory for this build.
@@ -74,7 +77,9 @@ pub fn need_tool(test: &str, bin: &str) -> bool {
 
 pub fn which(bin: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p).map(|d| d.join(bin)).find(|f| f.is_file())
+        std::env::split_paths(&p)
+            .map(|d| d.join(bin))
+            .find(|f| f.is_file())
     })
 }
 
@@ -106,7 +111,12 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         // A rootfs may still be a mount point if a test failed mid-way.
-        let _ = Command::new("umount").arg("-R").arg("-l").arg(&self.0).stderr(Stdio::null()).status();
+        let _ = Command::new("umount")
+            .arg("-R")
+            .arg("-l")
+            .arg(&self.0)
+            .stderr(Stdio::null())
+            .status();
         let _ = fs::remove_dir_all(&self.0);
     }
 }
@@ -171,7 +181,11 @@ impl Runtime {
     }
 
     pub fn new(name: &str, bin: PathBuf) -> Self {
-        Runtime { name: name.into(), bin, root: TempDir::new(&format!("root-{name}")) }
+        Runtime {
+            name: name.into(),
+            bin,
+            root: TempDir::new(&format!("root-{name}")),
+        }
     }
 
     pub fn cmd(&self) -> Command {
@@ -191,7 +205,12 @@ impl Runtime {
     /// `state` as JSON (panics with the runtime's stderr if it fails).
     pub fn state(&self, id: &str) -> serde_json::Value {
         let o = self.run(&["state", id]);
-        assert!(o.status.success(), "{} state {id}: {}", self.name, String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{} state {id}: {}",
+            self.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
@@ -215,7 +234,10 @@ impl Runtime {
 
     /// A guard that deletes `id` with --force when dropped.
     pub fn guard(&self, id: &str) -> Guard<'_> {
-        Guard { rt: self, id: id.to_owned() }
+        Guard {
+            rt: self,
+            id: id.to_owned(),
+        }
     }
 }
 
@@ -242,7 +264,11 @@ pub fn capture(cmd: &mut Command) -> Output {
         .stderr(fs::File::create(&e).unwrap())
         .status()
         .expect("spawn command");
-    Output { status, stdout: fs::read(&o).unwrap(), stderr: fs::read(&e).unwrap() }
+    Output {
+        status,
+        stdout: fs::read(&o).unwrap(),
+        stderr: fs::read(&e).unwrap(),
+    }
 }
 
 /// Text of a process output stream.
@@ -272,7 +298,9 @@ pub fn cgroups_named(id: &str) -> Vec<PathBuf> {
         for e in rd.flatten() {
             if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                 let p = e.path();
-                if p.file_name().is_some_and(|n| n.to_string_lossy().contains(id)) {
+                if p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(id))
+                {
                     found.push(p.clone());
                 }
                 // Only descend a few levels: containers live shallow.
@@ -330,9 +358,15 @@ pub fn output_timeout(cmd: &mut Command, timeout: std::time::Duration) -> Output
     let _ = fs::remove_file(&out_path);
     let _ = fs::remove_file(&err_path);
     if timed_out {
-        stderr.extend_from_slice(format!("\n[harness: killed after {timeout:?}: {cmd:?}]\n").as_bytes());
+        stderr.extend_from_slice(
+            format!("\n[harness: killed after {timeout:?}: {cmd:?}]\n").as_bytes(),
+        );
     }
-    Output { status, stdout, stderr }
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
 }
 
 /// Remove the cgroup `rel` (a path relative to each hierarchy's root, e.g.
@@ -344,7 +378,9 @@ pub fn remove_cgroup_tree(rel: &str) {
     if rel.is_empty() || rel.contains("..") {
         return;
     }
-    let Ok(rd) = fs::read_dir("/sys/fs/cgroup") else { return };
+    let Ok(rd) = fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
     for h in rd.flatten() {
         let top = h.path().join(rel);
         if !top.is_dir() {
@@ -374,7 +410,9 @@ pub fn remove_cgroup_tree(rel: &str) {
 pub fn pids_mentioning(needle: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut pids = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else { return pids };
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return pids;
+    };
     for e in rd.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
@@ -382,7 +420,9 @@ pub fn pids_mentioning(needle: &str) -> Vec<i32> {
         if pid == me {
             continue;
         }
-        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else { continue };
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if cmdline.contains(needle) {
             pids.push(pid);
@@ -401,7 +441,11 @@ pub fn unmount_all_mentioning(needle: &str) {
         .collect();
     points.sort_by_key(|p| std::cmp::Reverse(p.len()));
     for p in points {
-        let _ = Command::new("umount").arg("-l").arg(&p).stderr(Stdio::null()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&p)
+            .stderr(Stdio::null())
+            .status();
     }
 }
 

@@ -17,10 +17,26 @@ fn assert_nothing_left(rt: &Runtime, id: &str) {
     assert!(left.is_empty(), "state dir left for {id}");
     let shadow = rt.root.path().join(".bundles").join(id);
     assert!(!shadow.exists(), "rewritten bundle left for {id}");
-    assert!(cgroups_named(id).is_empty(), "cgroups left: {:?}", cgroups_named(id));
-    assert!(mounts_mentioning(id).is_empty(), "mounts left: {:?}", mounts_mentioning(id));
-    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
-    assert!(!text(&ps.stdout).lines().any(|l| l.contains(id) && !l.contains("ps -eo")), "process left for {id}");
+    assert!(
+        cgroups_named(id).is_empty(),
+        "cgroups left: {:?}",
+        cgroups_named(id)
+    );
+    assert!(
+        mounts_mentioning(id).is_empty(),
+        "mounts left: {:?}",
+        mounts_mentioning(id)
+    );
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
+    assert!(
+        !text(&ps.stdout)
+            .lines()
+            .any(|l| l.contains(id) && !l.contains("ps -eo")),
+        "process left for {id}"
+    );
 }
 
 #[track_caller]
@@ -39,7 +55,11 @@ fn malformed_config_json_is_located() {
     }
     let rt = Runtime::sandboy();
     let b = Bundle::busybox(&["true"]);
-    fs::write(b.config_path(), "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {,\n}\n").unwrap();
+    fs::write(
+        b.config_path(),
+        "{\n  \"ociVersion\": \"1.0.2\",\n  \"process\": {,\n}\n",
+    )
+    .unwrap();
     let id = unique_id("badjson");
     let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
     expect(&o, 2, &["config.json:3:", "invalid config.json"]);
@@ -66,7 +86,11 @@ fn invalid_config_field_is_located() {
     assert_nothing_left(&rt, &id);
     let b = Bundle::busybox(&["true"]);
     b.edit(|c| c["process"]["args"] = serde_json::json!([]));
-    expect(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 2, &["process.args is empty"]);
+    expect(
+        &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        2,
+        &["process.args is empty"],
+    );
     assert_nothing_left(&rt, &id);
 }
 
@@ -78,9 +102,17 @@ fn bad_annotations_are_config_errors() {
     let rt = Runtime::sandboy();
     for (key, value, needle) in [
         ("dev.sandboy.landlock", "{\"fs\": [", "dev.sandboy.landlock"),
-        ("dev.sandboy.landlock", "{\"mode\": \"sometimes\"}", "dev.sandboy.landlock"),
+        (
+            "dev.sandboy.landlock",
+            "{\"mode\": \"sometimes\"}",
+            "dev.sandboy.landlock",
+        ),
         ("dev.sandboy.timeout", "ten minutes", "dev.sandboy.timeout"),
-        ("dev.sandboy.wasm.limits", "{\"fuel\": \"lots\"}", "dev.sandboy.wasm.limits"),
+        (
+            "dev.sandboy.wasm.limits",
+            "{\"fuel\": \"lots\"}",
+            "dev.sandboy.wasm.limits",
+        ),
     ] {
         let b = Bundle::busybox(&["true"]);
         b.edit(|c| c["annotations"] = serde_json::json!({ key: value }));
@@ -102,7 +134,14 @@ fn missing_bundle_unknown_and_duplicate_ids() {
     expect(&o, 2, &["/nonexistent/bundle", "--bundle"]);
     assert_nothing_left(&rt, &id);
 
-    for cmd in [vec!["state"], vec!["start"], vec!["kill"], vec!["delete"], vec!["pause"], vec!["exec"]] {
+    for cmd in [
+        vec!["state"],
+        vec!["start"],
+        vec!["kill"],
+        vec!["delete"],
+        vec!["pause"],
+        vec!["exec"],
+    ] {
         let mut args: Vec<&str> = cmd.clone();
         args.push("no-such-container");
         if cmd[0] == "exec" {
@@ -116,7 +155,10 @@ fn missing_bundle_unknown_and_duplicate_ids() {
     let b = Bundle::busybox(&["sleep", "30"]);
     let id = unique_id("dup");
     let _g = rt.guard(&id);
-    assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+    assert_exit(
+        &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
     let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
     expect(&o, 1, &["container with id exists"]);
     // The first container is untouched by the failed duplicate.
@@ -128,12 +170,26 @@ fn missing_bundle_unknown_and_duplicate_ids() {
 #[test]
 fn bad_flags_and_ids_are_usage_errors() {
     let rt = Runtime::sandboy();
-    expect(&rt.run(&["create", "--no-such-flag", "x"]), 2, &["--no-such-flag"]);
+    expect(
+        &rt.run(&["create", "--no-such-flag", "x"]),
+        2,
+        &["--no-such-flag"],
+    );
     expect(&rt.run(&["frobnicate"]), 2, &["frobnicate"]);
     expect(&rt.run(&["state", "../etc"]), 2, &["invalid container id"]);
     expect(&rt.run(&["--log-format", "xml", "list"]), 2, &["xml"]);
     // runc-only global flags are accepted and ignored.
-    assert_exit(&rt.run(&["--criu", "/usr/sbin/criu", "--rootless", "false", "list", "-q"]), 0);
+    assert_exit(
+        &rt.run(&[
+            "--criu",
+            "/usr/sbin/criu",
+            "--rootless",
+            "false",
+            "list",
+            "-q",
+        ]),
+        0,
+    );
     expect(&rt.run(&["checkpoint", "x"]), 1, &["not supported"]);
 }
 
@@ -146,9 +202,22 @@ fn running_container_cannot_be_deleted_without_force() {
     let b = Bundle::busybox(&["sleep", "30"]);
     let id = unique_id("busy");
     let _g = rt.guard(&id);
-    assert_exit(&rt.run(&["run", "--detach", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+    assert_exit(
+        &rt.run(&[
+            "run",
+            "--detach",
+            "--bundle",
+            b.path().to_str().unwrap(),
+            &id,
+        ]),
+        0,
+    );
     expect(&rt.run(&["delete", &id]), 1, &["is not stopped"]);
-    expect(&rt.run(&["start", &id]), 1, &["cannot start an already running container"]);
+    expect(
+        &rt.run(&["start", &id]),
+        1,
+        &["cannot start an already running container"],
+    );
     expect(&rt.run(&["resume", &id]), 1, &["container not paused"]);
     assert_exit(&rt.run(&["delete", "--force", &id]), 0);
     assert_nothing_left(&rt, &id);
@@ -159,7 +228,14 @@ fn json_log_is_what_containerd_reads() {
     let rt = Runtime::sandboy();
     let log = TempDir::new("log");
     let file = log.path().join("log.json");
-    let o = rt.run(&["--log", file.to_str().unwrap(), "--log-format", "json", "state", "missing"]);
+    let o = rt.run(&[
+        "--log",
+        file.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "state",
+        "missing",
+    ]);
     assert_exit(&o, 1);
     let line = fs::read_to_string(&file).unwrap();
     let v: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();

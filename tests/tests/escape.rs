@@ -1169,10 +1169,16 @@ fn exec_into_a_container_is_as_confined_as_its_init() {
     s.rt.wait_status(&id, "running");
     for name in DENIED {
         let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", name]);
-        assert_eq!(text(&o.stdout).trim(), "errno=EPERM", "exec {name}: {}", text(&o.stderr));
+        assert_eq!(
+            text(&o.stdout).trim(),
+            "errno=EPERM",
+            "exec {name}: {}",
+            text(&o.stderr)
+        );
     }
     // Counterpart: an allowed call from the same exec'd process works.
-    let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", "personality"]);
+    let o =
+        s.rt.run(&["exec", &id, "/bin/probe", "syscall", "personality"]);
     assert_eq!(text(&o.stdout).trim(), "ok", "{}", text(&o.stderr));
     // The --process form gets the same confinement.
     let pf = s.host.path().join("process.json");

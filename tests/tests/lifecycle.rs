@@ -23,7 +23,11 @@ fn runtimes(test: &str) -> Vec<Runtime> {
 /// touch /tmp/ready (container tmpfs) once it is.
 fn wait_ready(rt: &Runtime, id: &str) {
     for _ in 0..200 {
-        if rt.run(&["exec", id, "test", "-e", "/tmp/ready"]).status.success() {
+        if rt
+            .run(&["exec", id, "test", "-e", "/tmp/ready"])
+            .status
+            .success()
+        {
             return;
         }
         sleep(Duration::from_millis(50));
@@ -44,9 +48,18 @@ fn run_propagates_exit_status_and_output() {
         let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
         assert_exit(&o, 7);
         assert_eq!(text(&o.stdout), "out\n", "{}", rt.name);
-        assert!(text(&o.stderr).contains("err\n"), "{}: {}", rt.name, text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("err\n"),
+            "{}: {}",
+            rt.name,
+            text(&o.stderr)
+        );
         // run without --keep removes the container.
-        assert!(!rt.run(&["state", &id]).status.success(), "{} kept state", rt.name);
+        assert!(
+            !rt.run(&["state", &id]).status.success(),
+            "{} kept state",
+            rt.name
+        );
         seen.push(text(&o.stdout));
     }
     seen.dedup();
@@ -73,7 +86,13 @@ fn run_reports_128_plus_signal() {
         rt.wait_status(&id, "running");
         assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
         let o = child.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(137), "{}: {}", rt.name, text(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(137),
+            "{}: {}",
+            rt.name,
+            text(&o.stderr)
+        );
     }
 }
 
@@ -102,7 +121,12 @@ fn state_transitions_and_fields_match_runc() {
         assert_eq!(st["id"], id.as_str());
         let pid = st["pid"].as_i64().unwrap();
         assert!(pid > 0);
-        assert_eq!(fs::read_to_string(&pidfile).unwrap().trim(), pid.to_string(), "{}", rt.name);
+        assert_eq!(
+            fs::read_to_string(&pidfile).unwrap().trim(),
+            pid.to_string(),
+            "{}",
+            rt.name
+        );
         assert_eq!(st["bundle"], b.path().to_str().unwrap(), "{}", rt.name);
         let mut keys: Vec<String> = st.as_object().unwrap().keys().cloned().collect();
         keys.sort();
@@ -132,10 +156,17 @@ fn kill_by_name_number_and_all() {
     for rt in runtimes("kill_by_name_number_and_all") {
         for sig in ["SIGTERM", "TERM", "15", "KILL"] {
             // A shell trapping TERM exits 0 on it; KILL can't be trapped.
-            let b = Bundle::busybox(&["sh", "-c", "trap 'exit 0' TERM; touch /tmp/ready; while :; do sleep 0.1; done"]);
+            let b = Bundle::busybox(&[
+                "sh",
+                "-c",
+                "trap 'exit 0' TERM; touch /tmp/ready; while :; do sleep 0.1; done",
+            ]);
             let id = unique_id("kill");
             let _g = rt.guard(&id);
-            assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+            assert_exit(
+                &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+                0,
+            );
             assert_exit(&rt.run(&["start", &id]), 0);
             wait_ready(&rt, &id);
             assert_exit(&rt.run(&["kill", &id, sig]), 0);
@@ -144,7 +175,10 @@ fn kill_by_name_number_and_all() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("killall");
         let _g = rt.guard(&id);
-        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(
+            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
         assert_exit(&rt.run(&["start", &id]), 0);
         assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "60"]), 0);
         assert_exit(&rt.run(&["kill", "--all", &id, "KILL"]), 0);
@@ -154,7 +188,11 @@ fn kill_by_name_number_and_all() {
         assert!(!o.status.success());
         if rt.name == "sandboy" {
             assert_exit(&o, 2);
-            assert!(text(&o.stderr).contains("invalid signal"), "{}", text(&o.stderr));
+            assert!(
+                text(&o.stderr).contains("invalid signal"),
+                "{}",
+                text(&o.stderr)
+            );
         }
     }
 }
@@ -168,9 +206,20 @@ fn exec_inline_and_process_file() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("exec");
         let _g = rt.guard(&id);
-        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(
+            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
         assert_exit(&rt.run(&["start", &id]), 0);
-        let o = rt.run(&["exec", "--env", "GREETING=hi", &id, "sh", "-c", "echo $GREETING; exit 5"]);
+        let o = rt.run(&[
+            "exec",
+            "--env",
+            "GREETING=hi",
+            &id,
+            "sh",
+            "-c",
+            "echo $GREETING; exit 5",
+        ]);
         assert_exit(&o, 5);
         assert_eq!(text(&o.stdout), "hi\n", "{}", rt.name);
 
@@ -190,12 +239,20 @@ fn exec_inline_and_process_file() {
         let o = rt.run(&["ps", "--format", "json", &id]);
         assert_exit(&o, 0);
         let pids: Vec<i64> = serde_json::from_slice(&o.stdout).unwrap();
-        assert!(pids.contains(&rt.state(&id)["pid"].as_i64().unwrap()), "{}", rt.name);
+        assert!(
+            pids.contains(&rt.state(&id)["pid"].as_i64().unwrap()),
+            "{}",
+            rt.name
+        );
 
         let o = rt.run(&["list", "--format", "json"]);
         assert_exit(&o, 0);
         let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert!(list.as_array().unwrap().iter().any(|c| c["id"] == id.as_str() && c["status"] == "running"));
+        assert!(list
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["id"] == id.as_str() && c["status"] == "running"));
         let o = rt.run(&["list", "-q"]);
         assert!(text(&o.stdout).lines().any(|l| l == id), "{}", rt.name);
 
@@ -204,7 +261,11 @@ fn exec_inline_and_process_file() {
         let ev: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(ev["type"], "stats", "{}", rt.name);
         assert_eq!(ev["id"], id.as_str());
-        assert!(ev["data"]["pids"]["current"].as_u64().unwrap() >= 1, "{}", rt.name);
+        assert!(
+            ev["data"]["pids"]["current"].as_u64().unwrap() >= 1,
+            "{}",
+            rt.name
+        );
 
         // delete --force of a running container.
         assert_exit(&rt.run(&["delete", "--force", &id]), 0);
@@ -218,7 +279,10 @@ fn update_memory_and_pids_visible_in_cgroup() {
         return;
     }
     if !std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
-        skip("update_memory_and_pids_visible_in_cgroup", "no cgroup v1 memory controller");
+        skip(
+            "update_memory_and_pids_visible_in_cgroup",
+            "no cgroup v1 memory controller",
+        );
         return;
     }
     for rt in runtimes("update_memory_and_pids_visible_in_cgroup") {
@@ -227,20 +291,34 @@ fn update_memory_and_pids_visible_in_cgroup() {
         let cg = format!("/sandboy-test/{id}");
         b.edit(|c| c["linux"]["cgroupsPath"] = cg.clone().into());
         let _g = rt.guard(&id);
-        assert_exit(&rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(
+            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
         assert_exit(&rt.run(&["start", &id]), 0);
-        assert_exit(&rt.run(&["update", "--memory", "64m", "--pids-limit", "42", &id]), 0);
-        let mem = fs::read_to_string(format!("/sys/fs/cgroup/memory{cg}/memory.limit_in_bytes")).unwrap();
+        assert_exit(
+            &rt.run(&["update", "--memory", "64m", "--pids-limit", "42", &id]),
+            0,
+        );
+        let mem =
+            fs::read_to_string(format!("/sys/fs/cgroup/memory{cg}/memory.limit_in_bytes")).unwrap();
         assert_eq!(mem.trim(), (64u64 << 20).to_string(), "{}", rt.name);
         let pids = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/pids.max")).unwrap();
         assert_eq!(pids.trim(), "42", "{}", rt.name);
         let res = b.path().join("res.json");
         fs::write(&res, r#"{"pids":{"limit":17}}"#).unwrap();
-        assert_exit(&rt.run(&["update", "--resources", res.to_str().unwrap(), &id]), 0);
+        assert_exit(
+            &rt.run(&["update", "--resources", res.to_str().unwrap(), &id]),
+            0,
+        );
         let pids = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/pids.max")).unwrap();
         assert_eq!(pids.trim(), "17", "{}", rt.name);
         assert_exit(&rt.run(&["delete", "--force", &id]), 0);
-        assert!(!std::path::Path::new(&format!("/sys/fs/cgroup/pids{cg}")).exists(), "{} left its cgroup", rt.name);
+        assert!(
+            !std::path::Path::new(&format!("/sys/fs/cgroup/pids{cg}")).exists(),
+            "{} left its cgroup",
+            rt.name
+        );
     }
 }
 
@@ -253,9 +331,7 @@ fn hooks_run_in_oci_order() {
     for rt in runtimes("hooks_run_in_oci_order") {
         let b = Bundle::busybox(&["true"]);
         let log = b.path().join("hooks.log");
-        let hook = |name: &str| {
-            serde_json::json!({"path": "/bin/sh", "args": ["sh", "-c", format!("echo {name} >> {}", log.display())]})
-        };
+        let hook = |name: &str| serde_json::json!({"path": "/bin/sh", "args": ["sh", "-c", format!("echo {name} >> {}", log.display())]});
         b.edit(|c| {
             c["hooks"] = serde_json::json!({
                 "prestart": [hook("prestart")],
@@ -266,11 +342,23 @@ fn hooks_run_in_oci_order() {
         });
         let id = unique_id("hooks");
         let _g = rt.guard(&id);
-        assert_exit(&rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+        assert_exit(
+            &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
         let order = fs::read_to_string(&log).unwrap_or_default();
         orders.push(order.clone());
-        let pos = |n: &str| order.lines().position(|l| l == n).unwrap_or_else(|| panic!("{}: {n} missing in {order:?}", rt.name));
-        assert!(pos("prestart") < pos("poststart") && pos("createRuntime") < pos("poststart"), "{}: {order}", rt.name);
+        let pos = |n: &str| {
+            order
+                .lines()
+                .position(|l| l == n)
+                .unwrap_or_else(|| panic!("{}: {n} missing in {order:?}", rt.name))
+        };
+        assert!(
+            pos("prestart") < pos("poststart") && pos("createRuntime") < pos("poststart"),
+            "{}: {order}",
+            rt.name
+        );
         assert!(pos("poststart") < pos("poststop"), "{}: {order}", rt.name);
     }
     if orders.len() == 2 {
@@ -286,7 +374,11 @@ fn preserve_fds_passes_exactly_the_listed_fds() {
     use std::os::unix::process::CommandExt;
     for rt in runtimes("preserve_fds_passes_exactly_the_listed_fds") {
         for (preserve, expect_visible) in [(1, true), (0, false)] {
-            let b = Bundle::busybox(&["sh", "-c", "readlink /proc/self/fd/3 || echo none; ls /proc/self/fd | tr '\\n' ' '"]);
+            let b = Bundle::busybox(&[
+                "sh",
+                "-c",
+                "readlink /proc/self/fd/3 || echo none; ls /proc/self/fd | tr '\\n' ' '",
+            ]);
             let secret = b.path().join("secret");
             fs::write(&secret, "x").unwrap();
             let file = fs::File::open(&secret).unwrap();
@@ -294,10 +386,23 @@ fn preserve_fds_passes_exactly_the_listed_fds() {
             let _g = rt.guard(&id);
             // Park the file above 3 first: dup2(3, 3) would keep O_CLOEXEC.
             // SAFETY: duplicating an fd we own; the copy lives as long as the test.
-            let raw = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_DUPFD_CLOEXEC, 10) };
+            let raw = unsafe {
+                libc::fcntl(
+                    std::os::fd::AsRawFd::as_raw_fd(&file),
+                    libc::F_DUPFD_CLOEXEC,
+                    10,
+                )
+            };
             assert!(raw >= 10);
             let mut cmd = rt.cmd();
-            cmd.args(["run", "--preserve-fds", &preserve.to_string(), "--bundle", b.path().to_str().unwrap(), &id]);
+            cmd.args([
+                "run",
+                "--preserve-fds",
+                &preserve.to_string(),
+                "--bundle",
+                b.path().to_str().unwrap(),
+                &id,
+            ]);
             // SAFETY: dup2 in the child between fork and exec; async-signal-safe.
             unsafe {
                 cmd.pre_exec(move || {
@@ -311,10 +416,22 @@ fn preserve_fds_passes_exactly_the_listed_fds() {
             assert_exit(&o, 0);
             let out = text(&o.stdout);
             let (first, rest) = out.split_once('\n').unwrap();
-            assert_eq!(first.contains("secret"), expect_visible, "{} preserve={preserve}: fd 3 is {first:?}", rt.name);
-            let fds: Vec<i32> = rest.split_whitespace().filter_map(|s| s.parse().ok()).collect();
+            assert_eq!(
+                first.contains("secret"),
+                expect_visible,
+                "{} preserve={preserve}: fd 3 is {first:?}",
+                rt.name
+            );
+            let fds: Vec<i32> = rest
+                .split_whitespace()
+                .filter_map(|s| s.parse().ok())
+                .collect();
             // Nothing beyond stdio, the preserved fd and ls' own directory fd.
-            assert!(fds.iter().all(|&f| f <= 3 + preserve), "{}: leaked fds {fds:?}", rt.name);
+            assert!(
+                fds.iter().all(|&f| f <= 3 + preserve),
+                "{}: leaked fds {fds:?}",
+                rt.name
+            );
         }
     }
 }
@@ -331,7 +448,14 @@ fn console_socket_receives_a_pty() {
         let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
         let id = unique_id("tty");
         let _g = rt.guard(&id);
-        let o = rt.run(&["create", "--console-socket", sock.to_str().unwrap(), "--bundle", b.path().to_str().unwrap(), &id]);
+        let o = rt.run(&[
+            "create",
+            "--console-socket",
+            sock.to_str().unwrap(),
+            "--bundle",
+            b.path().to_str().unwrap(),
+            &id,
+        ]);
         assert_exit(&o, 0);
         let (conn, _) = listener.accept().unwrap();
         let master = recv_fd(&conn).expect("pty master fd over the console socket");
@@ -351,14 +475,21 @@ fn console_socket_receives_a_pty() {
         }
         // SAFETY: closing the fd we received and own.
         unsafe { libc::close(master) };
-        assert!(out.contains("/dev/pts/") && out.contains("on-the-pty"), "{}: {out:?}", rt.name);
+        assert!(
+            out.contains("/dev/pts/") && out.contains("on-the-pty"),
+            "{}: {out:?}",
+            rt.name
+        );
     }
 }
 
 fn recv_fd(conn: &std::os::unix::net::UnixStream) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let mut data = [0u8; 512];
-    let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
     let mut cmsg = [0u8; 64];
     // SAFETY: msghdr is plain data; we point it at live stack buffers.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -397,9 +528,15 @@ fn runtime_binary_is_sealed_during_create() {
     });
     let id = unique_id("sealed");
     let _g = rt.guard(&id);
-    assert_exit(&rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]), 0);
+    assert_exit(
+        &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
     let exe = fs::read_to_string(&log).unwrap();
-    assert!(exe.contains("memfd:"), "runtime ran from {exe:?}, not a sealed memfd");
+    assert!(
+        exe.contains("memfd:"),
+        "runtime ran from {exe:?}, not a sealed memfd"
+    );
     assert!(!exe.contains(sandboy_bin().to_str().unwrap()));
 }
 
@@ -417,8 +554,15 @@ fn cwd_outside_rootfs_is_refused() {
         let id = unique_id("cwd");
         let _g = rt.guard(&id);
         let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
-        assert!(!text(&o.stdout).contains("unreachable"), "fd {fd}: escaped to {}", text(&o.stdout));
-        assert!(!o.status.success() || text(&o.stdout).starts_with("/proc/"), "fd {fd}: {o:?}");
+        assert!(
+            !text(&o.stdout).contains("unreachable"),
+            "fd {fd}: escaped to {}",
+            text(&o.stdout)
+        );
+        assert!(
+            !o.status.success() || text(&o.stdout).starts_with("/proc/"),
+            "fd {fd}: {o:?}"
+        );
     }
 }
 
@@ -428,7 +572,11 @@ fn foreground_run_forwards_signals() {
         return;
     }
     for rt in runtimes("foreground_run_forwards_signals") {
-        let b = Bundle::busybox(&["sh", "-c", "trap 'echo got-term; exit 3' TERM; touch /tmp/ready; while :; do sleep 0.1; done"]);
+        let b = Bundle::busybox(&[
+            "sh",
+            "-c",
+            "trap 'echo got-term; exit 3' TERM; touch /tmp/ready; while :; do sleep 0.1; done",
+        ]);
         let id = unique_id("fwd");
         let _g = rt.guard(&id);
         let child = rt

@@ -30,20 +30,35 @@ fn gate_step_policy_runs_the_fixture_step_and_hides_env() {
     let _g = rt.guard(&id);
     let o = rt.run(&["run", "--bundle", pb.bundle.path().to_str().unwrap(), &id]);
     assert_exit(&o, 0);
-    assert!(text(&o.stdout).contains("gate-step fixture: ok"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("gate-step fixture: ok"),
+        "{}",
+        text(&o.stdout)
+    );
 
     // The hidden secret reads empty; the allowed file next to it does not.
     pb.bundle.edit(|c| {
-        c["process"]["args"] = serde_json::json!(["/bin/sh", "-c", "cat /work/.env | wc -c; cat /work/src/hello.txt | wc -c"])
+        c["process"]["args"] = serde_json::json!([
+            "/bin/sh",
+            "-c",
+            "cat /work/.env | wc -c; cat /work/src/hello.txt | wc -c"
+        ])
     });
     let id2 = unique_id("gate-env");
     let _g2 = rt.guard(&id2);
     let o = rt.run(&["run", "--bundle", pb.bundle.path().to_str().unwrap(), &id2]);
     assert_exit(&o, 0);
-    let counts: Vec<u64> = text(&o.stdout).split_whitespace().map(|s| s.parse().unwrap()).collect();
+    let counts: Vec<u64> = text(&o.stdout)
+        .split_whitespace()
+        .map(|s| s.parse().unwrap())
+        .collect();
     assert_eq!(counts[0], 0, ".env is not hidden");
     assert!(counts[1] > 0);
-    assert!(fs::read(pb.scratch.path().join("bundles/fixtures/repo/.env")).unwrap().len() > 0);
+    assert!(
+        !fs::read(pb.scratch.path().join("bundles/fixtures/repo/.env"))
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -60,12 +75,20 @@ fn agent_tool_policy_writes_scratch_only() {
     assert!(text(&o.stdout).contains("test.sh"), "{}", text(&o.stdout));
     // Writing into the read-only repo is refused; the scratch dir works.
     pb.bundle.edit(|c| {
-        c["process"]["args"] = serde_json::json!(["/bin/sh", "-c", "echo x > /repo/new; echo rc=$?; echo y > /scratch/ok && echo scratch-ok"])
+        c["process"]["args"] = serde_json::json!([
+            "/bin/sh",
+            "-c",
+            "echo x > /repo/new; echo rc=$?; echo y > /scratch/ok && echo scratch-ok"
+        ])
     });
     let id2 = unique_id("agent-w");
     let _g2 = rt.guard(&id2);
     let o = rt.run(&["run", "--bundle", pb.bundle.path().to_str().unwrap(), &id2]);
     assert_exit(&o, 0);
-    assert!(text(&o.stdout).contains("rc=1") && text(&o.stdout).contains("scratch-ok"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("rc=1") && text(&o.stdout).contains("scratch-ok"),
+        "{}",
+        text(&o.stdout)
+    );
     assert!(!pb.scratch.path().join("bundles/fixtures/repo/new").exists());
 }

@@ -37,14 +37,29 @@ cwd = "/"
 
 fn wrap(rt: &Runtime, policy: &std::path::Path, id: &str, cmd: &[&str]) -> Command {
     let mut c = rt.cmd();
-    c.args(["wrap", "--policy", policy.to_str().unwrap(), "--id", id, "--"]).args(cmd);
+    c.args([
+        "wrap",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--id",
+        id,
+        "--",
+    ])
+    .args(cmd);
     c
 }
 
 fn assert_clean(rt: &Runtime, id: &str) {
     assert!(!rt.root.path().join(id).exists(), "state left for {id}");
-    assert!(!rt.root.path().join(".wrap").join(id).exists(), "wrap bundle left for {id}");
-    assert!(cgroups_named(id).is_empty(), "cgroups left: {:?}", cgroups_named(id));
+    assert!(
+        !rt.root.path().join(".wrap").join(id).exists(),
+        "wrap bundle left for {id}"
+    );
+    assert!(
+        cgroups_named(id).is_empty(),
+        "cgroups left: {:?}",
+        cgroups_named(id)
+    );
 }
 
 #[test]
@@ -73,7 +88,11 @@ fn wrap_passes_exit_status_and_stdio_and_confines_writes() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(9), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "got:hello\nrefused\n");
-    assert_eq!(fs::read_to_string(&out).unwrap(), "kept\n", "write path change did not persist");
+    assert_eq!(
+        fs::read_to_string(&out).unwrap(),
+        "kept\n",
+        "write path change did not persist"
+    );
     assert!(!outside.exists(), "write outside the policy went through");
     assert_clean(&rt, &id);
 }
@@ -107,13 +126,29 @@ fn wrap_cleans_up_after_sigkill_and_enforces_timeout() {
     let id = unique_id("wrapt");
     let log = dir.path().join("log.json");
     let mut c = rt.cmd();
-    c.args(["--log", log.to_str().unwrap(), "--log-format", "json", "wrap", "--policy", p.to_str().unwrap(), "--id", &id, "--", "sleep", "30"]);
+    c.args([
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "wrap",
+        "--policy",
+        p.to_str().unwrap(),
+        "--id",
+        &id,
+        "--",
+        "sleep",
+        "30",
+    ]);
     let started = std::time::Instant::now();
     let o = capture(&mut c);
     assert_exit(&o, 137);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let log = fs::read_to_string(&log).unwrap_or_default();
-    assert!(log.contains("timeout") && log.contains(&id), "no timeout warning: {log}");
+    assert!(
+        log.contains("timeout") && log.contains(&id),
+        "no timeout warning: {log}"
+    );
     assert_clean(&rt, &id);
 }
 
@@ -125,5 +160,9 @@ fn wrap_rejects_bad_policy_with_location() {
     let rt = Runtime::sandboy();
     let o = capture(&mut wrap(&rt, &p, "wrapbad", &["true"]));
     assert_exit(&o, 2);
-    assert!(text(&o.stderr).contains("bad.toml:4:"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("bad.toml:4:"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -11,7 +11,11 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
         return Ok(0);
     }
     let mut c = rt.load(&args.container_id)?;
-    if !args.force && !matches!(c.status(), ContainerStatus::Stopped | ContainerStatus::Created)
+    if !args.force
+        && !matches!(
+            c.status(),
+            ContainerStatus::Stopped | ContainerStatus::Created
+        )
     {
         return Err(Failure::runtime(format!(
             "cannot delete container {} that is not stopped: {}",

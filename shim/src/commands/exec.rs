@@ -76,7 +76,9 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
 }
 
 fn parse_user(user: Option<&str>) -> Result<(Option<u32>, Option<u32>)> {
-    let Some(user) = user else { return Ok((None, None)) };
+    let Some(user) = user else {
+        return Ok((None, None));
+    };
     let bad = || Failure::usage(format!("--user {user:?}: expected UID[:GID] as numbers"));
     let (u, g) = match user.split_once(':') {
         Some((u, g)) => (u, Some(g)),

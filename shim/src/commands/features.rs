@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use oci_spec::runtime::{
-    Arch, CgroupBuilder, FeaturesBuilder, LinuxSeccompAction, LinuxFeatureBuilder, LinuxNamespaceType, SeccompBuilder,
-    VERSION,
+    Arch, CgroupBuilder, FeaturesBuilder, LinuxFeatureBuilder, LinuxNamespaceType,
+    LinuxSeccompAction, SeccompBuilder, VERSION,
 };
 use sandboy_spec_gen::annotations;
 
@@ -63,16 +63,34 @@ pub fn run() -> Result<i32> {
         .build()
         .map_err(bad)?;
     let notes: HashMap<String, String> = [
-        (annotations::LANDLOCK, "Landlock ruleset JSON (fs, net, scope, mode)"),
-        (annotations::TIMEOUT, "wall-clock limit; the container is killed at the deadline"),
-        (annotations::WASM_LIMITS, "JSON of the policy's [wasm] table"),
-        (annotations::POLICY_SHA256, "sha256 of the policy the spec came from"),
+        (
+            annotations::LANDLOCK,
+            "Landlock ruleset JSON (fs, net, scope, mode)",
+        ),
+        (
+            annotations::TIMEOUT,
+            "wall-clock limit; the container is killed at the deadline",
+        ),
+        (
+            annotations::WASM_LIMITS,
+            "JSON of the policy's [wasm] table",
+        ),
+        (
+            annotations::POLICY_SHA256,
+            "sha256 of the policy the spec came from",
+        ),
         (annotations::OCI_HANDLER, "\"wasm\" selects OCI-wasm mode"),
-        (annotations::WASM_VARIANT, "compat | compat-smart select OCI-wasm mode"),
+        (
+            annotations::WASM_VARIANT,
+            "compat | compat-smart select OCI-wasm mode",
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .chain([("org.opencontainers.runtime-spec.features".to_owned(), "sandboy".to_owned())])
+    .chain([(
+        "org.opencontainers.runtime-spec.features".to_owned(),
+        "sandboy".to_owned(),
+    )])
     .collect();
     let features = FeaturesBuilder::default()
         .oci_version_min("1.0.0".to_owned())

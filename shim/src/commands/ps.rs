@@ -47,7 +47,10 @@ pub fn run(rt: &Runtime, args: Ps) -> Result<i32> {
                 .ok_or_else(|| Failure::usage("ps options must include a PID column"))?;
             output::line(header);
             for l in lines {
-                let pid = l.split_whitespace().nth(pid_col).and_then(|p| p.parse().ok());
+                let pid = l
+                    .split_whitespace()
+                    .nth(pid_col)
+                    .and_then(|p| p.parse().ok());
                 if pid.is_some_and(|p| pids.contains(&p)) {
                     output::line(l);
                 }

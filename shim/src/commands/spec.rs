@@ -16,14 +16,21 @@ pub fn run(args: SpecCmd) -> Result<i32> {
     if args.rootless {
         rootless(&mut spec)?;
     }
-    let path = args.bundle.unwrap_or_else(|| PathBuf::from(".")).join("config.json");
-    let mut file = OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
-        if e.kind() == ErrorKind::AlreadyExists {
-            Failure::runtime(format!("File {} exists. Remove it first.", path.display()))
-        } else {
-            Failure::runtime(format!("{}: {e}", path.display()))
-        }
-    })?;
+    let path = args
+        .bundle
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("config.json");
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| {
+            if e.kind() == ErrorKind::AlreadyExists {
+                Failure::runtime(format!("File {} exists. Remove it first.", path.display()))
+            } else {
+                Failure::runtime(format!("{}: {e}", path.display()))
+            }
+        })?;
     let json = serde_json::to_string_pretty(&spec).map_err(|e| Failure::runtime(e.to_string()))?;
     file.write_all(json.as_bytes())?;
     Ok(0)
@@ -33,11 +40,25 @@ fn rootless(spec: &mut Spec) -> Result<()> {
     let bad = |e: oci_spec::OciSpecError| Failure::runtime(e.to_string());
     let mut namespaces: Vec<_> = oci_spec::runtime::get_default_namespaces()
         .into_iter()
-        .filter(|ns| !matches!(ns.typ(), LinuxNamespaceType::Network | LinuxNamespaceType::User))
+        .filter(|ns| {
+            !matches!(
+                ns.typ(),
+                LinuxNamespaceType::Network | LinuxNamespaceType::User
+            )
+        })
         .collect();
-    namespaces.push(LinuxNamespaceBuilder::default().typ(LinuxNamespaceType::User).build().map_err(bad)?);
+    namespaces.push(
+        LinuxNamespaceBuilder::default()
+            .typ(LinuxNamespaceType::User)
+            .build()
+            .map_err(bad)?,
+    );
     let map = |id: u32| {
-        LinuxIdMappingBuilder::default().host_id(id).container_id(0u32).size(1u32).build()
+        LinuxIdMappingBuilder::default()
+            .host_id(id)
+            .container_id(0u32)
+            .size(1u32)
+            .build()
     };
     let linux = LinuxBuilder::default()
         .namespaces(namespaces)

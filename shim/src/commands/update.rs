@@ -65,9 +65,19 @@ fn mem(flag: &str, v: &Option<String>) -> Result<Option<i64>> {
     };
     num.parse::<i64>()
         .ok()
-        .and_then(|n| if n == -1 { Some(-1) } else { n.checked_mul(mult) })
+        .and_then(|n| {
+            if n == -1 {
+                Some(-1)
+            } else {
+                n.checked_mul(mult)
+            }
+        })
         .map(Some)
-        .ok_or_else(|| Failure::usage(format!("--{flag} {v:?}: expected bytes or a size like 512m")))
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "--{flag} {v:?}: expected bytes or a size like 512m"
+            ))
+        })
 }
 
 fn from_flags(a: &Update) -> Result<LinuxResources> {
@@ -124,10 +134,17 @@ fn from_flags(a: &Update) -> Result<LinuxResources> {
         r.set_cpu(Some(c.build().map_err(bad)?));
     }
     if let Some(v) = a.pids_limit {
-        r.set_pids(Some(LinuxPidsBuilder::default().limit(v).build().map_err(bad)?));
+        r.set_pids(Some(
+            LinuxPidsBuilder::default().limit(v).build().map_err(bad)?,
+        ));
     }
     if let Some(v) = a.blkio_weight {
-        r.set_block_io(Some(LinuxBlockIoBuilder::default().weight(v).build().map_err(bad)?));
+        r.set_block_io(Some(
+            LinuxBlockIoBuilder::default()
+                .weight(v)
+                .build()
+                .map_err(bad)?,
+        ));
     }
     if a.kernel_memory.is_some() || a.kernel_memory_tcp.is_some() {
         tracing::debug!("kernel memory limits are ignored (not supported by the kernel)");
