@@ -73,9 +73,13 @@ fn main() {
         Ok(code) => code,
         Err(failure) => {
             if cli.global.log.is_some() {
+                // Engines (conmon, containerd's shim) prefix the runtime's
+                // name themselves; print the bare message as runc does.
                 tracing::error!("{}", failure.message);
+                eprintln!("{}", failure.message);
+            } else {
+                eprintln!("sandboy: {}", failure.message);
             }
-            eprintln!("sandboy: {}", failure.message);
             failure.exit_code()
         }
     };

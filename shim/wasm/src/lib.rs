@@ -1,1 +1,211 @@
-//! OCI-wasm host (placeholder, being written).
+//! OCI-wasm mode (SPEC §5, §6): the wasmtime host that runs a container's
+//! `process.args[0]` when it is a WebAssembly payload.
+//!
+//! * [`wasm_selected`] — do the annotations select OCI-wasm mode?
+//! * [`Prepared::prepare`] — create-time: read the file, tell its kind, refuse
+//!   adapters with imports, check WASI imports, compile (through the
+//!   [`Cache`]), decode the limits. Starts no thread, runs no guest code, so
+//!   it is safe before libcontainer clones the process.
+//! * [`Prepared::run`] — exec-time, inside the confined container: run it
+//!   under fuel, an epoch deadline and a memory cap; returns the container's
+//!   exit status. Errors map to exit codes through [`WasmError::exit_code`].
+//!
+//! Payload kinds ([`Kind`]): WASI preview-1 core modules, `wasi:cli/run`
+//! components, and `ownaudit:adapter` components (zero imports; SARIF out).
+
+pub mod adapter;
+pub mod cache;
+pub mod engine;
+pub mod error;
+pub mod guard;
+pub mod kind;
+pub mod limits;
+pub mod select;
+pub mod wasi;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use wasmtime::Engine;
+
+pub use crate::cache::{Cache, Code, Compiled};
+pub use crate::error::{WasmError, EXIT_LIMIT};
+pub use crate::kind::Kind;
+pub use crate::limits::{LimitKind, Limits};
+pub use crate::select::wasm_selected;
+
+/// Largest `.wasm` file accepted (read with a cap, never past it).
+pub const MAX_WASM_FILE: u64 = 256 << 20;
+
+/// A validated, compiled payload ready to run. Cheap to clone (the engine
+/// and the compiled code are reference-counted).
+#[derive(Clone)]
+pub struct Prepared {
+    engine: Engine,
+    code: Code,
+    kind: Kind,
+    limits: Limits,
+    sha256: [u8; 32],
+    path: PathBuf,
+    from_cache: bool,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("limits", &self.limits)
+            .field("sha256", &self.sha256_hex())
+            .field("from_cache", &self.from_cache)
+            .finish()
+    }
+}
+
+impl Prepared {
+    /// Validates and compiles the payload at `path` with the limits from the
+    /// `dev.sandboy.wasm.limits` annotation (defaults when absent).
+    pub fn prepare(
+        path: &Path,
+        annotations: &HashMap<String, String>,
+        cache: Option<&Cache>,
+    ) -> Result<Prepared, WasmError> {
+        let limits = Limits::from_annotations(annotations)?;
+        Prepared::prepare_with_limits(path, limits, cache)
+    }
+
+    /// [`Prepared::prepare`] with explicit limits.
+    pub fn prepare_with_limits(path: &Path, limits: Limits, cache: Option<&Cache>) -> Result<Prepared, WasmError> {
+        let read_err = |source| WasmError::Read { path: path.to_path_buf(), source };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_WASM_FILE + 1).read_to_end(&mut bytes))
+            .map_err(read_err)?;
+        if bytes.len() as u64 > MAX_WASM_FILE {
+            return Err(WasmError::Unsupported {
+                path: path.to_path_buf(),
+                reason: format!("larger than {MAX_WASM_FILE} bytes"),
+            });
+        }
+        let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm { path: path.to_path_buf() })?;
+        let engine = engine::new_engine()?;
+        let started = std::time::Instant::now();
+        let compiled = match cache {
+            Some(c) => c.load_or_compile(&engine, &bytes, path)?,
+            None => Compiled {
+                code: cache::compile(&engine, &bytes, encoding, path)?,
+                sha256: cache::sha256(&bytes),
+                from_cache: false,
+            },
+        };
+        tracing::debug!(
+            path = %path.display(),
+            from_cache = compiled.from_cache,
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "wasm payload compiled"
+        );
+        let kind = match &compiled.code {
+            Code::Module(m) => {
+                wasi::validate_p1(&engine, m, path)?;
+                Kind::WasiP1
+            }
+            Code::Component(c) => {
+                // Imports are checked first: an adapter with imports is
+                // refused whatever else it exports.
+                let imports = kind::component_imports(&engine, c);
+                match kind::component_kind(&engine, c) {
+                    Some(Kind::Adapter) if !imports.is_empty() => {
+                        return Err(WasmError::HasImports { path: path.to_path_buf(), imports })
+                    }
+                    Some(Kind::Adapter) => Kind::Adapter,
+                    Some(Kind::WasiCommand) => {
+                        wasi::validate_command(&engine, c, path)?;
+                        Kind::WasiCommand
+                    }
+                    _ => {
+                        return Err(WasmError::Unsupported {
+                            path: path.to_path_buf(),
+                            reason: format!(
+                                "the component exports neither {} nor {}* (imports: {imports:?})",
+                                kind::ADAPTER_EXPORT,
+                                kind::RUN_EXPORT_PREFIX
+                            ),
+                        })
+                    }
+                }
+            }
+        };
+        Ok(Prepared {
+            engine,
+            code: compiled.code,
+            kind,
+            limits,
+            sha256: compiled.sha256,
+            path: path.to_path_buf(),
+            from_cache: compiled.from_cache,
+        })
+    }
+
+    /// Runs the payload with the process's `args` (`args[0]` is the wasm
+    /// path), `env` (`KEY=VALUE`) and `cwd`. WASI programs use the process's
+    /// stdio; an adapter writes its checked SARIF to stdout. Returns the
+    /// exit status for the container.
+    pub fn run(&self, args: &[String], env: &[String], cwd: &Path) -> Result<i32, WasmError> {
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        self.run_with_output(args, env, cwd, &mut lock)
+    }
+
+    /// [`Prepared::run`] with the adapter's SARIF written to `out` (WASI
+    /// programs still use the process's stdio).
+    pub fn run_with_output(
+        &self,
+        args: &[String],
+        env: &[String],
+        cwd: &Path,
+        out: &mut dyn Write,
+    ) -> Result<i32, WasmError> {
+        let result = match (&self.code, self.kind) {
+            (Code::Module(m), _) => wasi::run_p1(&self.engine, m, &self.limits, args, env, cwd),
+            (Code::Component(c), Kind::WasiCommand) => {
+                wasi::run_command(&self.engine, c, &self.limits, args, env, cwd)
+            }
+            (Code::Component(c), _) => adapter::AdapterHost {
+                engine: &self.engine,
+                component: c,
+                component_sha256: &self.sha256_hex(),
+                path: &self.path,
+                limits: &self.limits,
+            }
+            .run(args.get(1..).unwrap_or_default(), cwd, out)
+            .map(|()| 0),
+        };
+        if let Err(e) = &result {
+            if let Some(limit) = e.limit() {
+                tracing::debug!(%limit, path = %self.path.display(), error = %e, "wasm guest stopped by the {limit} limit");
+            }
+        }
+        result
+    }
+
+    /// What the payload is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The limits it runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// True when the compiled code came from the cache.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// SHA-256 of the wasm bytes, lower-case hex.
+    pub fn sha256_hex(&self) -> String {
+        cache::hex(&self.sha256)
+    }
+}
