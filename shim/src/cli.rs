@@ -40,8 +40,15 @@ pub struct Global {
     /// Accepted for runc compatibility and ignored.
     #[arg(long, global = true, hide = true)]
     pub criu: Option<String>,
-    /// Accepted for runc compatibility and ignored.
-    #[arg(long, global = true, hide = true, num_args = 0..=1, default_missing_value = "true")]
+    /// Accepted for runc compatibility and ignored (runc's global
+    /// `--rootless`; `spec --rootless` is a different flag).
+    #[arg(
+        id = "global_rootless",
+        long = "rootless",
+        hide = true,
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
     pub rootless: Option<String>,
     /// Accepted for runc compatibility and ignored.
     #[arg(long, global = true, hide = true)]

@@ -5,16 +5,26 @@
 //! shows after `start` already returned 0.
 
 use std::cell::RefCell;
+use std::io::Write;
+use std::path::Path;
 
 use libcontainer::workload::default::DefaultExecutor;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
 use oci_spec::runtime::{LinuxSeccomp, Spec};
 use sandboy_confine::Confinement;
+use sandboy_wasm::Prepared;
 
-/// Native payloads: Landlock, then seccomp, then the fd sweep, then execve.
+/// Landlock, then seccomp, then the fd sweep, then the payload: `execve`
+/// for a native one, the wasmtime host (in this very process, so it is
+/// confined too) for an OCI-wasm one.
 #[derive(Clone)]
 pub struct SandboyExecutor {
+    /// Container id, for log events.
+    id: String,
     preserve_fds: u32,
+    /// OCI-wasm payload compiled by the runtime before the container was
+    /// built (through the compile cache); `None` means prepare it inside.
+    wasm: RefCell<Option<Prepared>>,
     /// For `exec`: the container's own seccomp profile. libcontainer builds
     /// a tenant's spec with a fresh `linux` section that drops it, and an
     /// exec'd process must be exactly as confined as the init.
@@ -23,19 +33,27 @@ pub struct SandboyExecutor {
 }
 
 impl SandboyExecutor {
-    pub fn new(preserve_fds: i32) -> Self {
+    pub fn new(id: &str, preserve_fds: i32) -> Self {
         Self {
+            id: id.to_owned(),
             preserve_fds: preserve_fds.max(0) as u32,
+            wasm: RefCell::new(None),
             inherited_seccomp: None,
             prepared: RefCell::new(None),
         }
     }
 
     /// An executor for a process joining a container whose spec is `init`.
-    pub fn for_tenant(preserve_fds: i32, init: &Spec) -> Self {
-        let mut e = Self::new(preserve_fds);
+    pub fn for_tenant(id: &str, preserve_fds: i32, init: &Spec) -> Self {
+        let mut e = Self::new(id, preserve_fds);
         e.inherited_seccomp = init.linux().as_ref().and_then(|l| l.seccomp().clone());
         e
+    }
+
+    /// Hand over a wasm payload compiled outside the container.
+    pub fn with_wasm(self, prepared: Option<Prepared>) -> Self {
+        *self.wasm.borrow_mut() = prepared;
+        self
     }
 
     fn prepare(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
@@ -54,7 +72,19 @@ impl SandboyExecutor {
 
 impl Executor for SandboyExecutor {
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
-        DefaultExecutor {}.validate(spec)?;
+        if let Some(args0) = wasm_payload(spec) {
+            if self.wasm.borrow().is_none() {
+                let annotations = spec.annotations().clone().unwrap_or_default();
+                let prepared = Prepared::prepare(Path::new(&args0), &annotations, None)
+                    .map_err(|e| ExecutorValidationError::ArgValidationError(format!("wasm: {e}")))?;
+                *self.wasm.borrow_mut() = Some(prepared);
+            }
+        } else {
+            DefaultExecutor {}.validate(spec)?;
+        }
+        if confinement_requested(spec) {
+            set_no_new_privs()?;
+        }
         let confinement = self.prepare(spec).map_err(|e| {
             ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
         })?;
@@ -76,8 +106,45 @@ impl Executor for SandboyExecutor {
             tracing::warn!(error = %e, "confinement could not be applied; not starting the payload");
             return Err(ExecutorError::Other(format!("confinement: {e}")));
         }
-        DefaultExecutor {}.exec(spec)
+        match self.wasm.borrow_mut().take() {
+            Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),
+            None => DefaultExecutor {}.exec(spec),
+        }
     }
+}
+
+impl SandboyExecutor {
+    /// Run the wasm payload; its exit status becomes the container's.
+    fn run_wasm(&self, prepared: &Prepared, spec: &Spec) -> i32 {
+        let process = spec.process().as_ref();
+        let args = process.and_then(|p| p.args().clone()).unwrap_or_default();
+        let env = process.and_then(|p| p.env().clone()).unwrap_or_default();
+        let cwd = process.map_or_else(|| Path::new("/").to_path_buf(), |p| p.cwd().clone());
+        let code = match prepared.run(&args, &env, &cwd) {
+            Ok(code) => code,
+            Err(e) => {
+                match e.limit() {
+                    Some(limit) => tracing::warn!(
+                        id = %self.id,
+                        limit = %limit,
+                        "wasm payload stopped by its {limit} limit: {e}"
+                    ),
+                    None => tracing::error!(id = %self.id, "wasm payload failed: {e}"),
+                }
+                let _ = writeln!(std::io::stderr(), "sandboy: {e}");
+                e.exit_code()
+            }
+        };
+        let _ = std::io::stdout().flush();
+        code
+    }
+}
+
+/// `process.args[0]` when the annotations select OCI-wasm mode for it.
+pub fn wasm_payload(spec: &Spec) -> Option<String> {
+    let args0 = spec.process().as_ref()?.args().as_ref()?.first()?.clone();
+    let annotations = spec.annotations().as_ref()?;
+    sandboy_wasm::wasm_selected(annotations, &args0).then_some(args0)
 }
 
 /// The payload starts with an empty signal mask and default SIGPIPE: the
@@ -93,4 +160,23 @@ fn reset_signals() -> Result<(), ExecutorError> {
     unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) }
         .map_err(|e| ExecutorError::Other(format!("resetting SIGPIPE: {e}")))?;
     Ok(())
+}
+
+/// Whether the spec asks for Landlock or seccomp.
+fn confinement_requested(spec: &Spec) -> bool {
+    spec.linux().as_ref().is_some_and(|l| l.seccomp().is_some())
+        || spec
+            .annotations()
+            .as_ref()
+            .is_some_and(|a| a.contains_key(sandboy_spec_gen::annotations::LANDLOCK))
+}
+
+/// Landlock and seccomp are installed at the last moment, after libcontainer
+/// dropped capabilities, which the kernel only allows under no_new_privs. A
+/// spec that asks for confinement without `noNewPrivileges` (Docker's and
+/// podman's defaults) therefore gets it set: confining wins over setuid
+/// binaries gaining privileges, never the other way round.
+fn set_no_new_privs() -> Result<(), ExecutorValidationError> {
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| ExecutorValidationError::ArgValidationError(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}")))
 }

@@ -78,7 +78,7 @@ fn main() {
                 tracing::error!("{}", failure.message);
                 eprintln!("{}", failure.message);
             } else {
-                eprintln!("sandboy: {}", failure.message);
+                eprintln!("sandboy: error: {}", failure.message);
             }
             failure.exit_code()
         }

@@ -70,20 +70,35 @@ impl Runtime {
             .linux()
             .as_ref()
             .expect("checked by Bundle::load");
-        if linux
-            .namespaces()
-            .as_ref()
-            .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
+        // libcontainer 0.7 asks for the systemd cgroup manager whenever a
+        // user namespace is requested; only a unified (v2) host then really
+        // needs it, and it is not built in.
+        let unified = matches!(
+            libcgroups::common::get_cgroup_setup(),
+            Ok(libcgroups::common::CgroupSetup::Unified)
+        );
+        if unified
+            && linux
+                .namespaces()
+                .as_ref()
+                .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
         {
             return Err(Failure::config(format!(
-                "{}/config.json: user namespaces are not supported by sandboy yet (libcontainer 0.7 requires the systemd cgroup manager for them); remove the \"user\" namespace",
+                "{}/config.json: user namespaces are not supported on a cgroup v2 host by sandboy yet (libcontainer 0.7 requires the systemd cgroup manager for them); remove the \"user\" namespace",
                 bundle.dir.display()
             )));
         }
         let build_dir = self.shadow_if_needed(id, &bundle)?;
+        let wasm = match self.precompile_wasm(&bundle) {
+            Ok(w) => w,
+            Err(e) => {
+                self.remove_leftovers(id);
+                return Err(e);
+            }
+        };
 
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
-            .with_executor(SandboyExecutor::new(opts.preserve_fds))
+            .with_executor(SandboyExecutor::new(id, opts.preserve_fds).with_wasm(wasm))
             .with_root_path(&self.root)
             .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))
             .map(|b| {
@@ -148,6 +163,34 @@ impl Runtime {
         let json = serde_json::to_vec(&spec).map_err(|e| Failure::runtime(e.to_string()))?;
         fs::write(dir.join("config.json"), json)?;
         Ok(Some(dir))
+    }
+
+    /// For an OCI-wasm container, compile the payload now, through the
+    /// compile cache under the state root, so that errors (imports, bad
+    /// limits, not wasm) fail `create` with the right exit code and a warm
+    /// start skips compilation. A payload that is not a plain file inside the
+    /// rootfs (e.g. on a bind mount) is prepared inside the container.
+    fn precompile_wasm(&self, bundle: &Bundle) -> Result<Option<sandboy_wasm::Prepared>> {
+        let Some(args0) = crate::executor::wasm_payload(&bundle.spec) else {
+            return Ok(None);
+        };
+        let rootfs = bundle.dir.join(bundle.spec.root().as_ref().expect("checked").path());
+        let Ok(rootfs) = fs::canonicalize(rootfs) else { return Ok(None) };
+        // Resolve symlinks, and only accept what stays inside the rootfs.
+        let Ok(host) = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))) else {
+            return Ok(None);
+        };
+        if !host.starts_with(&rootfs) || !host.is_file() {
+            return Ok(None);
+        }
+        let cache = sandboy_wasm::Cache::new(self.root.join(".wasm-cache"))
+            .map_err(|e| Failure::runtime(format!("wasm compile cache: {e}")))?;
+        let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+        sandboy_wasm::Prepared::prepare(&host, &annotations, Some(&cache))
+            .map(Some)
+            // A payload that cannot be prepared (not wasm, imports, bad
+            // limits) is a configuration problem of the bundle.
+            .map_err(|e| Failure::config(format!("wasm payload {args0}: {e}")))
     }
 
     /// Remove what a failed create or a delete may leave.

@@ -24,7 +24,39 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
         )));
     }
     crate::oom::report(&c);
+    if args.force && c.status() != ContainerStatus::Stopped {
+        kill_and_wait(&mut c);
+    }
     c.delete(args.force)?;
     rt.remove_leftovers(&args.container_id);
     Ok(0)
+}
+
+/// SIGKILL everything and wait (up to 2 s) for the init to be gone, so the
+/// cgroup is empty when libcontainer removes it: its own retry window is
+/// short, and a `delete --force` must not fail on a dying container.
+fn kill_and_wait(c: &mut libcontainer::container::Container) {
+    if c.status() == ContainerStatus::Paused {
+        let _ = c.resume();
+    }
+    if let Ok(sig) = crate::commands::kill::parse_signal("SIGKILL") {
+        let _ = c.kill(sig, true);
+    }
+    let Some(pid) = c.pid() else { return };
+    for _ in 0..200 {
+        // Signal 0: does the process still exist (zombies count as gone once
+        // reaped by their parent; a zombie init is already harmless).
+        match nix::sys::signal::kill(pid, None) {
+            Err(_) => return,
+            Ok(()) if is_zombie(pid.as_raw()) => return,
+            Ok(()) => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    }
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(true)
 }

@@ -12,7 +12,8 @@ use crate::ops::{require, Runtime};
 
 pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
     let c = rt.load(&args.container_id)?;
-    require(&c, c.can_exec(), "exec")?;
+    let paused = c.status() == libcontainer::container::ContainerStatus::Paused;
+    require(&c, c.can_exec() || (args.ignore_paused && paused), "exec")?;
     if args.process.is_none() && args.command.is_empty() {
         return Err(Failure::usage(
             "exec needs a command after the container id, or --process FILE",
@@ -48,7 +49,7 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         ))
     })?;
     let pid = ContainerBuilder::new(args.container_id.clone(), SyscallType::default())
-        .with_executor(SandboyExecutor::for_tenant(args.preserve_fds, &init_spec))
+        .with_executor(SandboyExecutor::for_tenant(&args.container_id, args.preserve_fds, &init_spec))
         .with_root_path(&rt.root)?
         .with_console_socket(args.console_socket.as_ref())
         .with_pid_file(args.pid_file.as_ref())?

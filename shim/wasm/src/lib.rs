@@ -76,8 +76,15 @@ impl Prepared {
     }
 
     /// [`Prepared::prepare`] with explicit limits.
-    pub fn prepare_with_limits(path: &Path, limits: Limits, cache: Option<&Cache>) -> Result<Prepared, WasmError> {
-        let read_err = |source| WasmError::Read { path: path.to_path_buf(), source };
+    pub fn prepare_with_limits(
+        path: &Path,
+        limits: Limits,
+        cache: Option<&Cache>,
+    ) -> Result<Prepared, WasmError> {
+        let read_err = |source| WasmError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_WASM_FILE + 1).read_to_end(&mut bytes))
@@ -88,7 +95,9 @@ impl Prepared {
                 reason: format!("larger than {MAX_WASM_FILE} bytes"),
             });
         }
-        let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm { path: path.to_path_buf() })?;
+        let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm {
+            path: path.to_path_buf(),
+        })?;
         let engine = engine::new_engine()?;
         let started = std::time::Instant::now();
         let compiled = match cache {
@@ -116,7 +125,10 @@ impl Prepared {
                 let imports = kind::component_imports(&engine, c);
                 match kind::component_kind(&engine, c) {
                     Some(Kind::Adapter) if !imports.is_empty() => {
-                        return Err(WasmError::HasImports { path: path.to_path_buf(), imports })
+                        return Err(WasmError::HasImports {
+                            path: path.to_path_buf(),
+                            imports,
+                        })
                     }
                     Some(Kind::Adapter) => Kind::Adapter,
                     Some(Kind::WasiCommand) => {

@@ -1,0 +1,300 @@
+//! Compiled-code cache. Compiling a component takes ~100 ms, loading its
+//! serialized code well under 1 ms, so warm starts load from here.
+//!
+//! One file per (SHA-256 of the wasm bytes, engine fingerprint). A file is
+//! never trusted blindly: its header (magic, both keys, payload length,
+//! payload SHA-256) is checked before the payload reaches
+//! `deserialize`, and a file that fails any check is ignored and rewritten.
+//! The directory must be owned by the current user and not writable by
+//! anyone else, since whoever can write it can inject native code.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Engine, Module};
+
+use crate::engine::fingerprint;
+use crate::error::WasmError;
+use crate::kind::Encoding;
+
+const MAGIC: &[u8; 8] = b"SBWCACH1";
+/// magic + wasm sha + fingerprint + kind byte + payload length + payload sha.
+const HEADER_LEN: usize = 8 + 32 + 32 + 1 + 8 + 32;
+
+/// Compiled code, ready to instantiate.
+#[derive(Clone)]
+pub enum Code {
+    Module(Module),
+    Component(Component),
+}
+
+/// The result of [`Cache::load_or_compile`].
+#[derive(Clone)]
+pub struct Compiled {
+    pub code: Code,
+    /// SHA-256 of the wasm bytes.
+    pub sha256: [u8; 32],
+    /// Loaded from the cache rather than compiled.
+    pub from_cache: bool,
+}
+
+/// Hit/miss/rejected counters (shared by clones of a [`Cache`]).
+#[derive(Debug, Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// A compile cache rooted at a directory.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    counters: Arc<Counters>,
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of `bytes`.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+impl Cache {
+    /// Opens (creating, mode 0700) the cache directory. Refuses a directory
+    /// owned by someone else or writable by group/others.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Cache, WasmError> {
+        let dir = dir.into();
+        let err = |reason: String| WasmError::Cache {
+            dir: dir.clone(),
+            reason,
+        };
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| err(format!("cannot create: {e}")))?;
+        let meta = fs::metadata(&dir).map_err(|e| err(e.to_string()))?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        if meta.uid() != euid {
+            return Err(err(format!(
+                "owned by uid {}, not by uid {euid}; use a private directory",
+                meta.uid()
+            )));
+        }
+        if meta.permissions().mode() & 0o022 != 0 {
+            return Err(err(format!(
+                "writable by group or others (mode {:o}); chmod 700 it",
+                meta.permissions().mode() & 0o777
+            )));
+        }
+        Ok(Cache {
+            dir,
+            counters: Arc::default(),
+        })
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Loads served from the cache so far.
+    pub fn hits(&self) -> u64 {
+        self.counters.hits.load(Ordering::Relaxed)
+    }
+
+    /// Compilations so far (no usable file).
+    pub fn misses(&self) -> u64 {
+        self.counters.misses.load(Ordering::Relaxed)
+    }
+
+    /// Files found but rejected (corrupt, mismatched, or refused by wasmtime).
+    pub fn rejected(&self) -> u64 {
+        self.counters.rejected.load(Ordering::Relaxed)
+    }
+
+    /// The file for these wasm bytes under this engine.
+    pub fn path_for(&self, engine: &Engine, wasm: &[u8]) -> PathBuf {
+        self.entry_path(&sha256(wasm), &fingerprint(engine))
+    }
+
+    fn entry_path(&self, sha: &[u8; 32], fp: &[u8; 32]) -> PathBuf {
+        self.dir
+            .join(format!("{}-{}.cwasm", hex(sha), &hex(fp)[..16]))
+    }
+
+    /// Loads compiled code for `wasm` from the cache, or compiles it and
+    /// stores the result. Cache I/O failures never fail the call (they are
+    /// logged); only compilation errors do.
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        path: &Path,
+    ) -> Result<Compiled, WasmError> {
+        let enc = crate::kind::encoding(wasm).ok_or_else(|| WasmError::NotWasm {
+            path: path.to_path_buf(),
+        })?;
+        let sha = sha256(wasm);
+        let fp = fingerprint(engine);
+        let file = self.entry_path(&sha, &fp);
+        match fs::read(&file) {
+            Ok(data) => match self.validate_and_load(engine, &data, &sha, &fp, enc) {
+                Ok(code) => {
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(file = %file.display(), "wasm compile cache hit");
+                    return Ok(Compiled {
+                        code,
+                        sha256: sha,
+                        from_cache: true,
+                    });
+                }
+                Err(reason) => {
+                    self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(file = %file.display(), %reason, "ignoring invalid wasm cache file; recompiling");
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "cannot read wasm cache file")
+            }
+        }
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        let code = compile(engine, wasm, enc, path)?;
+        if let Err(e) = self.store(&file, &code, &sha, &fp, enc) {
+            tracing::warn!(file = %file.display(), error = %e, "cannot write wasm cache file");
+        }
+        Ok(Compiled {
+            code,
+            sha256: sha,
+            from_cache: false,
+        })
+    }
+
+    fn validate_and_load(
+        &self,
+        engine: &Engine,
+        data: &[u8],
+        sha: &[u8; 32],
+        fp: &[u8; 32],
+        enc: Encoding,
+    ) -> Result<Code, String> {
+        if data.len() < HEADER_LEN || &data[..8] != MAGIC {
+            return Err("bad magic or truncated header".into());
+        }
+        if &data[8..40] != sha || &data[40..72] != fp {
+            return Err("key mismatch (different wasm bytes or engine settings)".into());
+        }
+        if data[72] != enc_byte(enc) {
+            return Err("kind mismatch".into());
+        }
+        let len = u64::from_le_bytes(data[73..81].try_into().map_err(|_| "bad length")?);
+        let payload = &data[HEADER_LEN..];
+        if payload.len() as u64 != len {
+            return Err(format!(
+                "payload is {} bytes, header says {len}",
+                payload.len()
+            ));
+        }
+        if sha256(payload)[..] != data[81..113] {
+            return Err("payload checksum mismatch (corrupt file)".into());
+        }
+        match Engine::detect_precompiled(payload) {
+            Some(wasmtime::Precompiled::Module) if enc == Encoding::Module => {}
+            Some(wasmtime::Precompiled::Component) if enc == Encoding::Component => {}
+            _ => return Err("payload is not wasmtime code of the expected kind".into()),
+        }
+        // SAFETY: `deserialize` runs native code produced by a compiler, so the
+        // bytes must come from `serialize` of a compatible engine. This file
+        // lives in a directory only the current user can write (checked in
+        // `Cache::new`), was written by `store` below, names the exact wasm
+        // bytes and engine fingerprint in its header, and its payload matches
+        // the SHA-256 recorded there; wasmtime itself re-checks the engine
+        // compatibility and refuses with an error otherwise.
+        let code = unsafe {
+            match enc {
+                Encoding::Module => Module::deserialize(engine, payload).map(Code::Module),
+                Encoding::Component => Component::deserialize(engine, payload).map(Code::Component),
+            }
+        };
+        code.map_err(|e| format!("wasmtime refused the cached code: {e:#}"))
+    }
+
+    fn store(
+        &self,
+        file: &Path,
+        code: &Code,
+        sha: &[u8; 32],
+        fp: &[u8; 32],
+        enc: Encoding,
+    ) -> Result<(), String> {
+        let payload = match code {
+            Code::Module(m) => m.serialize(),
+            Code::Component(c) => c.serialize(),
+        }
+        .map_err(|e| format!("serialize: {e:#}"))?;
+        let mut data = Vec::with_capacity(HEADER_LEN + payload.len());
+        data.extend_from_slice(MAGIC);
+        data.extend_from_slice(sha);
+        data.extend_from_slice(fp);
+        data.push(enc_byte(enc));
+        data.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        data.extend_from_slice(&sha256(&payload));
+        data.extend_from_slice(&payload);
+        // Write to a private temporary file, then rename over: readers never
+        // see a partial file.
+        let tmp = self
+            .dir
+            .join(format!(".tmp-{}-{}", std::process::id(), hex(&sha[..8])));
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| e.to_string())?;
+        let res = f
+            .write_all(&data)
+            .and_then(|_| f.sync_all())
+            .and_then(|_| fs::rename(&tmp, file));
+        if res.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        res.map_err(|e| e.to_string())
+    }
+}
+
+fn enc_byte(enc: Encoding) -> u8 {
+    match enc {
+        Encoding::Module => 1,
+        Encoding::Component => 2,
+    }
+}
+
+/// Compiles without any cache.
+pub fn compile(
+    engine: &Engine,
+    wasm: &[u8],
+    enc: Encoding,
+    path: &Path,
+) -> Result<Code, WasmError> {
+    let res = match enc {
+        Encoding::Module => Module::new(engine, wasm).map(Code::Module),
+        Encoding::Component => Component::new(engine, wasm).map(Code::Component),
+    };
+    res.map_err(|e| WasmError::Compile {
+        path: path.to_path_buf(),
+        message: format!("{e:#}"),
+    })
+}

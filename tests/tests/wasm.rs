@@ -1,0 +1,174 @@
+//! OCI-wasm mode through the runtime: adapters and WASI programs run as
+//! containers, inside the already confined init, with limits always on.
+
+use std::fs;
+use std::process::Command;
+
+use sandboy_tests::*;
+
+fn components_dir() -> std::path::PathBuf {
+    std::env::var_os("SANDBOY_COMPONENTS")
+        .map(Into::into)
+        .unwrap_or_else(|| repo().join("target/components"))
+}
+
+fn adapter_bundle(test: &str, tool: &str, input: &std::path::Path) -> Option<TempDir> {
+    if !components_dir().join("infersharp.wasm").is_file() {
+        skip(test, "components not built (make components)");
+        return None;
+    }
+    let dir = TempDir::new("adapter");
+    let o = capture(
+        Command::new(repo().join("bundles/adapter.sh"))
+            .arg(dir.path())
+            .arg(tool)
+            .arg(input)
+            .env("SANDBOY_SPEC_GEN", spec_gen_bin()),
+    );
+    assert_exit(&o, 0);
+    Some(dir)
+}
+
+/// A WASI bundle from WAT, with optional `dev.sandboy.wasm.limits`.
+fn wasi_bundle(wat_src: &str, limits: Option<&str>) -> TempDir {
+    let dir = TempDir::new("wasi");
+    let module = dir.path().join("m.wasm");
+    fs::write(&module, wat::parse_str(wat_src).unwrap()).unwrap();
+    let bundle = dir.path().join("b");
+    let o = capture(Command::new(repo().join("bundles/wasi.sh")).arg(&bundle).arg(&module).arg("arg1"));
+    assert_exit(&o, 0);
+    if let Some(l) = limits {
+        let p = bundle.join("config.json");
+        let mut c: serde_json::Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        c["annotations"]["dev.sandboy.wasm.limits"] = l.into();
+        fs::write(&p, c.to_string()).unwrap();
+    }
+    dir
+}
+
+const HELLO_P1: &str = r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "hello from wasi\n")
+  (func (export "_start")
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 16))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+    (call $proc_exit (i32.const 3))))"#;
+
+const SPIN_P1: &str = r#"(module
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  (memory (export "memory") 1)
+  (func (export "_start") (loop $l (br $l))))"#;
+
+#[test]
+fn infersharp_adapter_container_emits_sarif_with_provenance() {
+    let t = "infersharp_adapter_container_emits_sarif_with_provenance";
+    if !need_root(t) {
+        return;
+    }
+    let input = repo().join("bundles/fixtures/infersharp/report.json");
+    let Some(dir) = adapter_bundle(t, "infersharp", &input) else { return };
+    let rt = Runtime::sandboy();
+    let id = unique_id("adapter");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", dir.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).expect("SARIF on stdout");
+    assert_eq!(sarif["version"], "2.1.0");
+    let run = &sarif["runs"][0];
+    let report: Vec<serde_json::Value> = serde_json::from_slice(&fs::read(&input).unwrap()).unwrap();
+    assert_eq!(run["results"].as_array().unwrap().len(), report.len());
+    let prov = &run["properties"]["sandboy"];
+    assert_eq!(prov["tool"], "infersharp");
+    assert_eq!(prov["component_sha256"].as_str().unwrap().len(), 64);
+    assert!(!prov["runtime_version"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn wasi_program_prints_and_exits_with_its_status() {
+    if !need_root("wasi_program_prints_and_exits_with_its_status") {
+        return;
+    }
+    let dir = wasi_bundle(HELLO_P1, None);
+    let rt = Runtime::sandboy();
+    let id = unique_id("wasi");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    assert_exit(&o, 3);
+    assert_eq!(text(&o.stdout), "hello from wasi\n");
+}
+
+#[test]
+fn fuel_exhaustion_stops_the_container_and_is_logged() {
+    if !need_root("fuel_exhaustion_stops_the_container_and_is_logged") {
+        return;
+    }
+    let dir = wasi_bundle(SPIN_P1, Some(r#"{"fuel": 1000000, "deadline": "20s"}"#));
+    let rt = Runtime::sandboy();
+    let id = unique_id("fuel");
+    let _g = rt.guard(&id);
+    let log = dir.path().join("log.json");
+    let o = rt.run(&["--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    assert_exit(&o, 137);
+    let log = fs::read_to_string(&log).unwrap_or_default();
+    assert!(log.lines().any(|l| l.contains("\"warning\"") && l.contains("fuel") && l.contains(&id)), "{log}");
+
+    // Counterpart: the deadline stops a spin when fuel is plentiful.
+    let dir = wasi_bundle(SPIN_P1, Some(r#"{"fuel": 1000000000000000, "deadline": "1s"}"#));
+    let id = unique_id("deadline");
+    let _g = rt.guard(&id);
+    let log = dir.path().join("log.json");
+    let o = rt.run(&["--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    assert_exit(&o, 137);
+    let log = fs::read_to_string(&log).unwrap_or_default();
+    assert!(log.contains("deadline"), "{log}");
+}
+
+#[test]
+fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
+    if !need_root("bad_payloads_fail_create_with_exit_2_and_leave_nothing") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    // Not WebAssembly at all.
+    let dir = wasi_bundle(HELLO_P1, None);
+    fs::write(dir.path().join("b/rootfs/app.wasm"), b"#!/bin/sh\necho not wasm\n").unwrap();
+    let id = unique_id("notwasm");
+    let o = rt.run(&["create", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("app.wasm"), "{}", text(&o.stderr));
+    assert!(!rt.root.path().join(&id).exists());
+    assert!(cgroups_named(&id).is_empty());
+    // Imports outside WASI are refused before anything runs.
+    let dir = wasi_bundle(r#"(module (import "env" "escape" (func)) (memory (export "memory") 1) (func (export "_start")))"#, None);
+    let id = unique_id("imports");
+    let o = rt.run(&["create", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("escape"), "{}", text(&o.stderr));
+    assert!(!rt.root.path().join(&id).exists());
+}
+
+#[test]
+fn second_start_uses_the_compile_cache() {
+    if !need_root("second_start_uses_the_compile_cache") {
+        return;
+    }
+    let dir = wasi_bundle(HELLO_P1, None);
+    let rt = Runtime::sandboy();
+    let b = dir.path().join("b");
+    for (i, want_cached) in [(0, false), (1, true)] {
+        let id = unique_id(&format!("cache{i}"));
+        let _g = rt.guard(&id);
+        let log = dir.path().join(format!("log{i}"));
+        let o = rt.run(&["--debug", "--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", b.to_str().unwrap(), &id]);
+        assert_exit(&o, 3);
+        let log = fs::read_to_string(&log).unwrap();
+        let line = log.lines().find(|l| l.contains("wasm payload compiled")).unwrap_or_else(|| panic!("{log}"));
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["from_cache"], want_cached.to_string(), "run {i}: {line}");
+    }
+    let entries = fs::read_dir(rt.root.path().join(".wasm-cache")).unwrap().count();
+    assert!(entries >= 1);
+}
