@@ -35,7 +35,8 @@ probes: deps
 
 test: build components probes
 	@rm -f $(CARGO_TARGET_DIR)/skipped.log
-	cargo test --workspace -- --test-threads=2
+	cargo test --workspace --no-fail-fast -- --test-threads=2
+	cargo test --manifest-path components/Cargo.toml -p sandboy-adapter-passthrough -p sandboy-adapter-infersharp
 	@bash tests/summary.sh $(CARGO_TARGET_DIR)/skipped.log
 
 lint:
@@ -45,13 +46,16 @@ lint:
 demo: build components probes
 	bash demo/demo.sh
 
+# BENCH_PROFILE=debug measures the dev build instead (no release build).
+BENCH_PROFILE ?= release
 bench: deps components probes
-	cargo build --workspace --bins --release
-	bash bench/bench.sh
+	cargo build --workspace --bins $(if $(filter release,$(BENCH_PROFILE)),--release,)
+	BENCH_PROFILE=$(BENCH_PROFILE) bash bench/bench.sh
 
-install: build
-	install -m 0755 $(CARGO_TARGET_DIR)/debug/sandboy /usr/local/bin/sandboy
-	install -m 0755 $(CARGO_TARGET_DIR)/debug/sandboy-spec-gen /usr/local/bin/sandboy-spec-gen
+install: deps
+	cargo build --release -p sandboy -p sandboy-spec-gen
+	install -m 0755 $(CARGO_TARGET_DIR)/release/sandboy /usr/local/bin/sandboy
+	install -m 0755 $(CARGO_TARGET_DIR)/release/sandboy-spec-gen /usr/local/bin/sandboy-spec-gen
 
 clean:
 	cargo clean

@@ -3,8 +3,9 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
-sandboy=$target/release/sandboy
-specgen=$target/release/sandboy-spec-gen
+profile=${BENCH_PROFILE:-release}
+sandboy=$target/$profile/sandboy
+specgen=$target/$profile/sandboy-spec-gen
 n=${BENCH_N:-30}
 work=$(mktemp -d /tmp/sandboy-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -15,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 sed 's|^args = .*|args = ["/bin/true"]|' "$repo/policies/strict.toml" > "$work/strict.toml"
 "$specgen" generate --policy "$work/strict.toml" --bundle "$work/strict" --rootfs "$work/strict/rootfs"
 
-echo "== container lifecycle (release build, $(nproc) cores)"
+echo "== container lifecycle ($profile build, $(nproc) cores)"
 # One private mount namespace for all runtimes: the cgroup2 controller list
 # is hidden so crun accepts this hybrid host; runc and sandboy run under the
 # very same view.

@@ -75,14 +75,16 @@ impl Executor for SandboyExecutor {
         if let Some(args0) = wasm_payload(spec) {
             if self.wasm.borrow().is_none() {
                 let annotations = spec.annotations().clone().unwrap_or_default();
-                let prepared = Prepared::prepare(Path::new(&args0), &annotations, None)
-                    .map_err(|e| ExecutorValidationError::ArgValidationError(format!("wasm: {e}")))?;
+                let prepared =
+                    Prepared::prepare(Path::new(&args0), &annotations, None).map_err(|e| {
+                        ExecutorValidationError::ArgValidationError(format!("wasm: {e}"))
+                    })?;
                 *self.wasm.borrow_mut() = Some(prepared);
             }
         } else {
             DefaultExecutor {}.validate(spec)?;
         }
-        if confinement_requested(spec) {
+        if self.inherited_seccomp.is_some() || confinement_requested(spec) {
             set_no_new_privs()?;
         }
         let confinement = self.prepare(spec).map_err(|e| {
@@ -177,6 +179,7 @@ fn confinement_requested(spec: &Spec) -> bool {
 /// podman's defaults) therefore gets it set: confining wins over setuid
 /// binaries gaining privileges, never the other way round.
 fn set_no_new_privs() -> Result<(), ExecutorValidationError> {
-    nix::sys::prctl::set_no_new_privs()
-        .map_err(|e| ExecutorValidationError::ArgValidationError(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}")))
+    nix::sys::prctl::set_no_new_privs().map_err(|e| {
+        ExecutorValidationError::ArgValidationError(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}"))
+    })
 }

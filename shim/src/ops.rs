@@ -174,8 +174,12 @@ impl Runtime {
         let Some(args0) = crate::executor::wasm_payload(&bundle.spec) else {
             return Ok(None);
         };
-        let rootfs = bundle.dir.join(bundle.spec.root().as_ref().expect("checked").path());
-        let Ok(rootfs) = fs::canonicalize(rootfs) else { return Ok(None) };
+        let rootfs = bundle
+            .dir
+            .join(bundle.spec.root().as_ref().expect("checked").path());
+        let Ok(rootfs) = fs::canonicalize(rootfs) else {
+            return Ok(None);
+        };
         // Resolve symlinks, and only accept what stays inside the rootfs.
         let Ok(host) = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))) else {
             return Ok(None);

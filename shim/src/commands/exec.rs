@@ -49,7 +49,11 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         ))
     })?;
     let pid = ContainerBuilder::new(args.container_id.clone(), SyscallType::default())
-        .with_executor(SandboyExecutor::for_tenant(&args.container_id, args.preserve_fds, &init_spec))
+        .with_executor(SandboyExecutor::for_tenant(
+            &args.container_id,
+            args.preserve_fds,
+            &init_spec,
+        ))
         .with_root_path(&rt.root)?
         .with_console_socket(args.console_socket.as_ref())
         .with_pid_file(args.pid_file.as_ref())?
