@@ -5,7 +5,8 @@
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-config \
-                gcc libc6-dev iproute2 procps jq hyperfine python3
+                gcc libc6-dev iproute2 procps jq hyperfine python3 python3-jsonschema \
+                golang-github-opencontainers-specs-dev
 PROBE := $(CARGO_TARGET_DIR)/probes/probe
 COMPONENTS := $(CURDIR)/target/components
 

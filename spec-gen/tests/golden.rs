@@ -292,7 +292,7 @@ fn configs_validate_against_oci_schema() {
         Path::new("/usr/share/gocode/src/github.com/opencontainers/runtime-spec/schema");
     let schema = schema_dir.join("config-schema.json");
     if !schema.exists() {
-        eprintln!("skipping OCI schema validation: {} not installed (apt-get install golang-github-opencontainers-specs-dev)", schema.display());
+        println!("SKIPPED: OCI schema validation: {} not installed (apt-get install golang-github-opencontainers-specs-dev)", schema.display());
         return;
     }
     let script = r#"
@@ -328,7 +328,10 @@ sys.exit(1 if bad else 0)
         .unwrap();
         files.push(out);
     }
-    let output = match Command::new("python3")
+    // Debian's interpreter, which python3-jsonschema installs into (a
+    // python3 earlier on PATH, e.g. pyenv's, would not see it).
+    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    let output = match Command::new(python)
         .arg("-W")
         .arg("ignore")
         .arg("-c")
@@ -339,14 +342,14 @@ sys.exit(1 if bad else 0)
     {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("skipping OCI schema validation: python3 not runnable: {e}");
+            println!("SKIPPED: OCI schema validation: python3 not runnable: {e}");
             return;
         }
     };
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     if stdout.contains("NO_JSONSCHEMA") {
-        eprintln!("skipping OCI schema validation: python3-jsonschema not installed");
+        println!("SKIPPED: OCI schema validation: python3-jsonschema not installed");
         return;
     }
     assert!(
