@@ -292,7 +292,7 @@ fn configs_validate_against_oci_schema() {
         Path::new("/usr/share/gocode/src/github.com/opencontainers/runtime-spec/schema");
     let schema = schema_dir.join("config-schema.json");
     if !schema.exists() {
-        println!("SKIPPED: OCI schema validation: {} not installed (apt-get install golang-github-opencontainers-specs-dev)", schema.display());
+        record_skip(&format!("OCI schema validation: {} not installed (apt-get install golang-github-opencontainers-specs-dev)", schema.display()));
         return;
     }
     let script = r#"
@@ -330,7 +330,11 @@ sys.exit(1 if bad else 0)
     }
     // Debian's interpreter, which python3-jsonschema installs into (a
     // python3 earlier on PATH, e.g. pyenv's, would not see it).
-    let python = if Path::new("/usr/bin/python3").exists() { "/usr/bin/python3" } else { "python3" };
+    let python = if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
     let output = match Command::new(python)
         .arg("-W")
         .arg("ignore")
@@ -342,14 +346,14 @@ sys.exit(1 if bad else 0)
     {
         Ok(o) => o,
         Err(e) => {
-            println!("SKIPPED: OCI schema validation: python3 not runnable: {e}");
+            record_skip(&format!("OCI schema validation: python3 not runnable: {e}"));
             return;
         }
     };
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     if stdout.contains("NO_JSONSCHEMA") {
-        println!("SKIPPED: OCI schema validation: python3-jsonschema not installed");
+        record_skip("OCI schema validation: python3-jsonschema not installed");
         return;
     }
     assert!(
@@ -357,4 +361,26 @@ sys.exit(1 if bad else 0)
         "schema violations:\n{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Print a SKIPPED line and record it where `make test` counts skips
+/// (`$SANDBOY_SKIP_LOG`, else `$CARGO_TARGET_DIR/skipped.log`).
+fn record_skip(msg: &str) {
+    use std::io::Write as _;
+    println!("SKIPPED: {msg}");
+    let log = std::env::var_os("SANDBOY_SKIP_LOG")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(|d| std::path::PathBuf::from(d).join("skipped.log"))
+        });
+    if let Some(log) = log {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            let _ = writeln!(f, "{msg}");
+        }
+    }
 }
