@@ -24,8 +24,11 @@ deps:
 	fi
 	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
+# Test targets are built with the binaries so that dev-dependency features
+# unify once: `cargo test` afterwards reuses everything instead of building
+# wasmtime a second time.
 build: deps
-	cargo build --workspace --bins
+	cargo build --workspace --bins --tests
 
 components: deps
 	bash components/build.sh
