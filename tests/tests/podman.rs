@@ -674,3 +674,80 @@ fn invalid_landlock_annotation_is_reported() {
     assert_eq!(text(&p.podman(&["ps", "-aq"]).stdout).trim(), "");
     p.assert_clean();
 }
+
+/// A WASI preview-1 program that prints one line and exits 4.
+const WASI_HELLO: &str = r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $x (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "hello from wasm\n")
+  (func (export "_start")
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 16))
+    (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+    (call $x (i32.const 4))))"#;
+
+#[test]
+fn wasm_containers_via_annotation() {
+    let Some(p) = Podman::setup("podman::wasm_containers_via_annotation") else {
+        return;
+    };
+    let b = busybox_rootfs();
+    let rootfs = b.rootfs();
+    std::fs::write(
+        rootfs.join("hello.wasm"),
+        wat::parse_str(WASI_HELLO).unwrap(),
+    )
+    .unwrap();
+    let runtime = format!("--runtime={}", p.runtime.display());
+    // A WASI program run by sandboy's wasm host.
+    let o = p.run(&[
+        &runtime,
+        "--rm",
+        "--annotation",
+        "run.oci.handler=wasm",
+        "--rootfs",
+        rootfs.to_str().unwrap(),
+        "/hello.wasm",
+    ]);
+    p.expect(&o, 4);
+    assert_eq!(text(&o.stdout), "hello from wasm\n");
+
+    // The Infer# adapter component on a report, SARIF on stdout.
+    let component = repo().join("target/components/infersharp.wasm");
+    if !component.is_file() {
+        skip(
+            "podman::wasm_containers_via_annotation (adapter)",
+            "components not built (make components)",
+        );
+        return;
+    }
+    std::fs::create_dir_all(rootfs.join("adapters")).unwrap();
+    std::fs::copy(&component, rootfs.join("adapters/infersharp.wasm")).unwrap();
+    std::fs::copy(
+        repo().join("bundles/fixtures/infersharp/report.json"),
+        rootfs.join("report.json"),
+    )
+    .unwrap();
+    let o = p.run(&[
+        &runtime,
+        "--rm",
+        "--annotation",
+        "run.oci.handler=wasm",
+        "--rootfs",
+        rootfs.to_str().unwrap(),
+        "/adapters/infersharp.wasm",
+        "--tool",
+        "infersharp",
+        "--artifact",
+        "report.json=/report.json",
+    ]);
+    p.expect(&o, 0);
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).expect("SARIF on stdout");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(
+        sarif["runs"][0]["properties"]["sandboy"]["tool"],
+        "infersharp"
+    );
+    p.assert_clean();
+}

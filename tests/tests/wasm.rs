@@ -35,7 +35,12 @@ fn wasi_bundle(wat_src: &str, limits: Option<&str>) -> TempDir {
     let module = dir.path().join("m.wasm");
     fs::write(&module, wat::parse_str(wat_src).unwrap()).unwrap();
     let bundle = dir.path().join("b");
-    let o = capture(Command::new(repo().join("bundles/wasi.sh")).arg(&bundle).arg(&module).arg("arg1"));
+    let o = capture(
+        Command::new(repo().join("bundles/wasi.sh"))
+            .arg(&bundle)
+            .arg(&module)
+            .arg("arg1"),
+    );
     assert_exit(&o, 0);
     if let Some(l) = limits {
         let p = bundle.join("config.json");
@@ -69,7 +74,9 @@ fn infersharp_adapter_container_emits_sarif_with_provenance() {
         return;
     }
     let input = repo().join("bundles/fixtures/infersharp/report.json");
-    let Some(dir) = adapter_bundle(t, "infersharp", &input) else { return };
+    let Some(dir) = adapter_bundle(t, "infersharp", &input) else {
+        return;
+    };
     let rt = Runtime::sandboy();
     let id = unique_id("adapter");
     let _g = rt.guard(&id);
@@ -78,7 +85,8 @@ fn infersharp_adapter_container_emits_sarif_with_provenance() {
     let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).expect("SARIF on stdout");
     assert_eq!(sarif["version"], "2.1.0");
     let run = &sarif["runs"][0];
-    let report: Vec<serde_json::Value> = serde_json::from_slice(&fs::read(&input).unwrap()).unwrap();
+    let report: Vec<serde_json::Value> =
+        serde_json::from_slice(&fs::read(&input).unwrap()).unwrap();
     assert_eq!(run["results"].as_array().unwrap().len(), report.len());
     let prov = &run["properties"]["sandboy"];
     assert_eq!(prov["tool"], "infersharp");
@@ -95,7 +103,12 @@ fn wasi_program_prints_and_exits_with_its_status() {
     let rt = Runtime::sandboy();
     let id = unique_id("wasi");
     let _g = rt.guard(&id);
-    let o = rt.run(&["run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    let o = rt.run(&[
+        "run",
+        "--bundle",
+        dir.path().join("b").to_str().unwrap(),
+        &id,
+    ]);
     assert_exit(&o, 3);
     assert_eq!(text(&o.stdout), "hello from wasi\n");
 }
@@ -110,17 +123,42 @@ fn fuel_exhaustion_stops_the_container_and_is_logged() {
     let id = unique_id("fuel");
     let _g = rt.guard(&id);
     let log = dir.path().join("log.json");
-    let o = rt.run(&["--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    let o = rt.run(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "run",
+        "--bundle",
+        dir.path().join("b").to_str().unwrap(),
+        &id,
+    ]);
     assert_exit(&o, 137);
     let log = fs::read_to_string(&log).unwrap_or_default();
-    assert!(log.lines().any(|l| l.contains("\"warning\"") && l.contains("fuel") && l.contains(&id)), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"warning\"") && l.contains("fuel") && l.contains(&id)),
+        "{log}"
+    );
 
     // Counterpart: the deadline stops a spin when fuel is plentiful.
-    let dir = wasi_bundle(SPIN_P1, Some(r#"{"fuel": 1000000000000000, "deadline": "1s"}"#));
+    let dir = wasi_bundle(
+        SPIN_P1,
+        Some(r#"{"fuel": 1000000000000000, "deadline": "1s"}"#),
+    );
     let id = unique_id("deadline");
     let _g = rt.guard(&id);
     let log = dir.path().join("log.json");
-    let o = rt.run(&["--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    let o = rt.run(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "run",
+        "--bundle",
+        dir.path().join("b").to_str().unwrap(),
+        &id,
+    ]);
     assert_exit(&o, 137);
     let log = fs::read_to_string(&log).unwrap_or_default();
     assert!(log.contains("deadline"), "{log}");
@@ -134,17 +172,34 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     let rt = Runtime::sandboy();
     // Not WebAssembly at all.
     let dir = wasi_bundle(HELLO_P1, None);
-    fs::write(dir.path().join("b/rootfs/app.wasm"), b"#!/bin/sh\necho not wasm\n").unwrap();
+    fs::write(
+        dir.path().join("b/rootfs/app.wasm"),
+        b"#!/bin/sh\necho not wasm\n",
+    )
+    .unwrap();
     let id = unique_id("notwasm");
-    let o = rt.run(&["create", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    let o = rt.run(&[
+        "create",
+        "--bundle",
+        dir.path().join("b").to_str().unwrap(),
+        &id,
+    ]);
     assert_exit(&o, 2);
     assert!(text(&o.stderr).contains("app.wasm"), "{}", text(&o.stderr));
     assert!(!rt.root.path().join(&id).exists());
     assert!(cgroups_named(&id).is_empty());
     // Imports outside WASI are refused before anything runs.
-    let dir = wasi_bundle(r#"(module (import "env" "escape" (func)) (memory (export "memory") 1) (func (export "_start")))"#, None);
+    let dir = wasi_bundle(
+        r#"(module (import "env" "escape" (func)) (memory (export "memory") 1) (func (export "_start")))"#,
+        None,
+    );
     let id = unique_id("imports");
-    let o = rt.run(&["create", "--bundle", dir.path().join("b").to_str().unwrap(), &id]);
+    let o = rt.run(&[
+        "create",
+        "--bundle",
+        dir.path().join("b").to_str().unwrap(),
+        &id,
+    ]);
     assert_exit(&o, 2);
     assert!(text(&o.stderr).contains("escape"), "{}", text(&o.stderr));
     assert!(!rt.root.path().join(&id).exists());
@@ -162,13 +217,28 @@ fn second_start_uses_the_compile_cache() {
         let id = unique_id(&format!("cache{i}"));
         let _g = rt.guard(&id);
         let log = dir.path().join(format!("log{i}"));
-        let o = rt.run(&["--debug", "--log", log.to_str().unwrap(), "--log-format", "json", "run", "--bundle", b.to_str().unwrap(), &id]);
+        let o = rt.run(&[
+            "--debug",
+            "--log",
+            log.to_str().unwrap(),
+            "--log-format",
+            "json",
+            "run",
+            "--bundle",
+            b.to_str().unwrap(),
+            &id,
+        ]);
         assert_exit(&o, 3);
         let log = fs::read_to_string(&log).unwrap();
-        let line = log.lines().find(|l| l.contains("wasm payload compiled")).unwrap_or_else(|| panic!("{log}"));
+        let line = log
+            .lines()
+            .find(|l| l.contains("wasm payload compiled"))
+            .unwrap_or_else(|| panic!("{log}"));
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["from_cache"], want_cached.to_string(), "run {i}: {line}");
     }
-    let entries = fs::read_dir(rt.root.path().join(".wasm-cache")).unwrap().count();
+    let entries = fs::read_dir(rt.root.path().join(".wasm-cache"))
+        .unwrap()
+        .count();
     assert!(entries >= 1);
 }
