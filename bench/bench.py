@@ -20,13 +20,16 @@ import time
 
 def timed(argv):
     """Wall time (ms), exit status and peak RSS (KiB) of one command."""
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    ms = (time.perf_counter() - t0) * 1000
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
+    # stderr through a file: a created container inherits it and would hold
+    # a pipe open forever.
+    with tempfile.TemporaryFile() as errf:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=errf)
+        _, status, ru = os.wait4(p.pid, 0)
+        ms = (time.perf_counter() - t0) * 1000
+        errf.seek(0)
+        err = errf.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     return ms, code, ru.ru_maxrss, err
 
