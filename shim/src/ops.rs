@@ -223,6 +223,17 @@ impl Runtime {
     }
 }
 
+/// The cgroup manager of a container (cgroup path and manager kind as
+/// recorded at create time).
+pub fn cgroup_manager(c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
+    libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
+        cgroup_path: c.spec()?.cgroup_path,
+        systemd_cgroup: c.systemd(),
+        container_name: c.id().to_owned(),
+    })
+    .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))
+}
+
 /// runc's id rules, checked before any path is built from the id.
 pub fn validate_id(id: &str) -> Result<()> {
     ContainerBuilder::new(id.to_owned(), SyscallType::default())

@@ -1,7 +1,7 @@
 //! `events`: runc's event stream, `{"type":"stats","id":…,"data":…}` lines,
 //! once with `--stats`, else every `--interval` until the container stops.
 
-use libcgroups::common::{create_cgroup_manager, CgroupConfig, CgroupManager};
+use libcgroups::common::CgroupManager;
 use libcontainer::container::ContainerStatus;
 
 use crate::cli::Events;
@@ -13,12 +13,7 @@ pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
         .map_err(|e| Failure::usage(format!("--interval: {e}")))?;
     let c = rt.load(&args.container_id)?;
     require(&c, c.can_kill(), "events")?;
-    let manager = create_cgroup_manager(CgroupConfig {
-        cgroup_path: c.spec()?.cgroup_path,
-        systemd_cgroup: c.systemd(),
-        container_name: c.id().to_owned(),
-    })
-    .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))?;
+    let manager = crate::ops::cgroup_manager(&c)?;
     loop {
         let stats = manager
             .stats()

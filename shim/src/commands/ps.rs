@@ -1,6 +1,6 @@
 use std::process::Command;
 
-use libcgroups::common::{create_cgroup_manager, CgroupConfig, CgroupManager};
+use libcgroups::common::CgroupManager;
 
 use crate::cli::{Format, Ps};
 use crate::error::{Failure, Result};
@@ -9,13 +9,7 @@ use crate::output;
 
 pub fn run(rt: &Runtime, args: Ps) -> Result<i32> {
     let c = rt.load(&args.container_id)?;
-    let config = c.spec()?;
-    let manager = create_cgroup_manager(CgroupConfig {
-        cgroup_path: config.cgroup_path,
-        systemd_cgroup: c.systemd(),
-        container_name: c.id().to_owned(),
-    })
-    .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))?;
+    let manager = crate::ops::cgroup_manager(&c)?;
     let pids: Vec<i32> = manager
         .get_all_pids()
         .map_err(|e| Failure::runtime(format!("listing processes of {}: {e}", c.id())))?

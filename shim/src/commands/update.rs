@@ -1,6 +1,6 @@
 use std::io::Read;
 
-use libcgroups::common::{create_cgroup_manager, CgroupConfig, CgroupManager, ControllerOpt};
+use libcgroups::common::{CgroupManager, ControllerOpt};
 use oci_spec::runtime::{
     LinuxBlockIoBuilder, LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources,
 };
@@ -15,13 +15,7 @@ pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
         None => from_flags(&args)?,
     };
     let c = rt.load(&args.container_id)?;
-    let config = c.spec()?;
-    let manager = create_cgroup_manager(CgroupConfig {
-        cgroup_path: config.cgroup_path,
-        systemd_cgroup: c.systemd(),
-        container_name: c.id().to_owned(),
-    })
-    .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))?;
+    let manager = crate::ops::cgroup_manager(&c)?;
     manager
         .apply(&ControllerOpt {
             resources: &resources,
