@@ -263,14 +263,10 @@ pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
 
 /// Canonical bundle path for display.
 pub fn rootfs_of(c: &Container) -> PathBuf {
-    c.spec()
+    fs::read(c.bundle().join("config.json"))
         .ok()
-        .and_then(|_| {
-            fs::read(c.bundle().join("config.json"))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
-        })
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
         .map(|p| {
             if p.is_absolute() {
                 p
