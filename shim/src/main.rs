@@ -16,6 +16,7 @@ mod loopback;
 mod oom;
 mod ops;
 mod output;
+mod poststop;
 mod timeout;
 mod wrap;
 

@@ -6,33 +6,74 @@ use std::path::{Path, PathBuf};
 
 use libcontainer::container::Container;
 
-/// Number of OOM kills recorded for the container's cgroup, if readable.
-pub fn kills(c: &Container) -> Option<u64> {
+use crate::error::Failure;
+
+/// Where the container's memory controller keeps its files, and whether it
+/// is cgroup v1 (`memory.oom_control`) or v2 (`memory.events`).
+fn memory_dir(c: &Container) -> Option<(PathBuf, bool)> {
     let rel = c.spec().ok()?.cgroup_path;
     let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
-    let candidates: [(PathBuf, &str); 3] = [
-        (
-            Path::new("/sys/fs/cgroup/memory")
-                .join(&rel)
-                .join("memory.oom_control"),
-            "oom_kill ",
-        ),
-        (
-            Path::new("/sys/fs/cgroup").join(&rel).join("memory.events"),
-            "oom_kill ",
-        ),
-        (
-            Path::new("/sys/fs/cgroup/unified")
-                .join(&rel)
-                .join("memory.events"),
-            "oom_kill ",
-        ),
-    ];
-    candidates.iter().find_map(|(file, key)| {
-        let text = std::fs::read_to_string(file).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+    [
+        (Path::new("/sys/fs/cgroup/memory").join(&rel), true),
+        (Path::new("/sys/fs/cgroup").join(&rel), false),
+        (Path::new("/sys/fs/cgroup/unified").join(&rel), false),
+    ]
+    .into_iter()
+    .find(|(dir, v1)| {
+        dir.join(if *v1 {
+            "memory.oom_control"
+        } else {
+            "memory.events"
+        })
+        .exists()
     })
+}
+
+/// Number of OOM kills recorded for the container's cgroup, if readable.
+pub fn kills(c: &Container) -> Option<u64> {
+    let (dir, v1) = memory_dir(c)?;
+    let file = dir.join(if v1 {
+        "memory.oom_control"
+    } else {
+        "memory.events"
+    });
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+}
+
+/// `linux.resources.memory.disableOOMKiller`: libcontainer 0.7 hard-codes it
+/// off, so it is written here, after the cgroup exists and before `start`.
+/// cgroup v2 has no such knob (runc ignores it there too): warn, not fail.
+pub fn apply_disable(c: &Container, spec: &oci_spec::runtime::Spec) -> Result<(), Failure> {
+    let wanted = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.memory().as_ref())
+        .and_then(|m| m.disable_oom_killer())
+        .unwrap_or(false);
+    if !wanted {
+        return Ok(());
+    }
+    match memory_dir(c) {
+        Some((dir, true)) => {
+            let file = dir.join("memory.oom_control");
+            std::fs::write(&file, "1").map_err(|e| {
+                Failure::runtime(format!(
+                    "disableOOMKiller: cannot write {}: {e}",
+                    file.display()
+                ))
+            })
+        }
+        _ => {
+            tracing::warn!(
+                id = c.id(),
+                "linux.resources.memory.disableOOMKiller is not supported on cgroup v2; the OOM killer stays on"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// Log a `warn` if the container lost processes to the OOM killer.

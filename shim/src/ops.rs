@@ -122,6 +122,11 @@ impl Runtime {
         });
         match result {
             Ok(mut container) => {
+                if let Err(e) = crate::oom::apply_disable(&container, &bundle.spec) {
+                    let _ = container.delete(true);
+                    self.remove_leftovers(id);
+                    return Err(e);
+                }
                 if build_dir.is_some() {
                     container.state.bundle = bundle.dir.clone();
                     container.save()?;
@@ -195,6 +200,19 @@ impl Runtime {
             // A payload that cannot be prepared (not wasm, imports, bad
             // limits) is a configuration problem of the bundle.
             .map_err(|e| Failure::config(format!("wasm payload {args0}: {e}")))
+    }
+
+    /// Delete a container (libcontainer's delete, our leftovers) and then
+    /// run its poststop hooks, whose failures are only warnings.
+    pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
+        let hooks = crate::poststop::take(c);
+        if let Err(e) = c.delete(force) {
+            crate::poststop::restore(c, hooks);
+            return Err(e.into());
+        }
+        self.remove_leftovers(c.id());
+        crate::poststop::run(c, &hooks);
+        Ok(())
     }
 
     /// Remove what a failed create or a delete may leave.

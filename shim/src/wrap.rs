@@ -158,7 +158,7 @@ fn set_recursive_readonly(path: &Path) -> Result<()> {
 fn cleanup(rt: &Runtime, id: &str, work: &Path, rootfs: &Path) {
     if rt.exists(id) {
         if let Ok(mut c) = rt.load(id) {
-            let _ = c.delete(true);
+            let _ = rt.destroy(&mut c, true);
         }
     }
     rt.remove_leftovers(id);

@@ -367,6 +367,82 @@ fn hooks_run_in_oci_order() {
 }
 
 #[test]
+fn failing_poststop_hook_warns_and_the_container_is_still_deleted() {
+    if !need_root("failing_poststop_hook_warns_and_the_container_is_still_deleted") {
+        return;
+    }
+    for rt in runtimes("failing_poststop_hook_warns_and_the_container_is_still_deleted") {
+        let b = Bundle::busybox(&["true"]);
+        let log = b.path().join("poststop.log");
+        b.edit(|c| {
+            c["hooks"] = serde_json::json!({"poststop": [
+                {"path": "/bin/false"},
+                {"path": "/bin/sh", "args": ["sh", "-c", format!("echo second >> {}", log.display())]},
+            ]})
+        });
+        let id = unique_id("psfail");
+        let _g = rt.guard(&id);
+        let bundle = b.path().to_str().unwrap();
+        assert_exit(&rt.run(&["create", "--bundle", bundle, &id]), 0);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.wait_status(&id, "stopped");
+        let o = rt.run(&["delete", &id]);
+        assert_exit(&o, 0);
+        assert!(
+            !rt.run(&["state", &id]).status.success(),
+            "{}: container still exists after delete",
+            rt.name
+        );
+        if rt.name == "sandboy" {
+            // OCI: "log a warning, the remaining hooks and lifecycle continue".
+            assert!(
+                text(&o.stderr).contains("poststop hook failed"),
+                "no warning: {}",
+                text(&o.stderr)
+            );
+            assert_eq!(fs::read_to_string(&log).unwrap_or_default(), "second\n");
+        }
+    }
+}
+
+#[test]
+fn disable_oom_killer_reaches_the_memory_cgroup() {
+    if !need_root("disable_oom_killer_reaches_the_memory_cgroup") {
+        return;
+    }
+    if !std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        skip(
+            "disable_oom_killer_reaches_the_memory_cgroup",
+            "no cgroup v1 memory controller (cgroup v2 has no such knob)",
+        );
+        return;
+    }
+    for rt in runtimes("disable_oom_killer_reaches_the_memory_cgroup") {
+        let b = Bundle::busybox(&["true"]);
+        let id = unique_id("nooom");
+        let cg = format!("/sandboy-test/{id}");
+        b.edit(|c| {
+            c["linux"]["cgroupsPath"] = cg.clone().into();
+            c["linux"]["resources"]["memory"] =
+                serde_json::json!({"limit": 64u64 << 20, "disableOOMKiller": true});
+        });
+        let _g = rt.guard(&id);
+        assert_exit(
+            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
+        let ctl = fs::read_to_string(format!("/sys/fs/cgroup/memory{cg}/memory.oom_control"))
+            .unwrap_or_default();
+        assert!(
+            ctl.lines().any(|l| l == "oom_kill_disable 1"),
+            "{}: {ctl}",
+            rt.name
+        );
+        assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    }
+}
+
+#[test]
 fn preserve_fds_passes_exactly_the_listed_fds() {
     if !need_root("preserve_fds_passes_exactly_the_listed_fds") {
         return;

@@ -1,4 +1,4 @@
-use libcontainer::container::ContainerStatus;
+use libcontainer::container::{Container, ContainerStatus};
 
 use crate::cli::Delete;
 use crate::error::{Failure, Result};
@@ -27,15 +27,14 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
     if args.force && c.status() != ContainerStatus::Stopped {
         kill_and_wait(&mut c);
     }
-    c.delete(args.force)?;
-    rt.remove_leftovers(&args.container_id);
+    rt.destroy(&mut c, args.force)?;
     Ok(0)
 }
 
 /// SIGKILL everything and wait (up to 2 s) for the init to be gone, so the
 /// cgroup is empty when libcontainer removes it: its own retry window is
 /// short, and a `delete --force` must not fail on a dying container.
-fn kill_and_wait(c: &mut libcontainer::container::Container) {
+fn kill_and_wait(c: &mut Container) {
     if c.status() == ContainerStatus::Paused {
         let _ = c.resume();
     }

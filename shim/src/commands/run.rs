@@ -36,10 +36,10 @@ pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
     let status = foreground(pid, &signals);
     crate::oom::report(&container);
     if !args.keep {
-        if let Err(e) = container.delete(true) {
-            tracing::warn!(id = %args.container_id, error = %crate::error::chain(&e), "delete after run failed");
+        if let Err(e) = rt.destroy(&mut container, true) {
+            tracing::warn!(id = %args.container_id, error = %e, "delete after run failed");
+            rt.remove_leftovers(&args.container_id);
         }
-        rt.remove_leftovers(&args.container_id);
     }
     status
 }
