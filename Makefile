@@ -22,7 +22,7 @@ deps:
 	  apt-get update -qq -o DPkg::Lock::Timeout=300 && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 $$missing >/dev/null; \
 	fi
-	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	@for t in wasm32-unknown-unknown wasm32-wasip2; do rustup target list --installed | grep -qx $$t || rustup target add $$t; done
 
 # Test targets are built with the binaries so that dev-dependency features
 # unify once: `cargo test` afterwards reuses everything instead of building

@@ -2,6 +2,7 @@
 # Builds the adapter components (SPEC §7): wasm32-unknown-unknown core modules
 # with wit-bindgen, componentized by ./componentize (wit-component), which
 # refuses any import. Writes <repo>/target/components/{passthrough,infersharp}.wasm
+# and the WASI preview-2 command fixture wasi-hello.wasm
 # (or $COMPONENTS_OUT). Honours $CARGO_TARGET_DIR.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -11,8 +12,9 @@ out="${COMPONENTS_OUT:-$root/target/components}"
 manifest="$here/Cargo.toml"
 
 if command -v rustup >/dev/null 2>&1; then
-  rustup target list --installed | grep -qx wasm32-unknown-unknown \
-    || rustup target add wasm32-unknown-unknown
+  for t in wasm32-unknown-unknown wasm32-wasip2; do
+    rustup target list --installed | grep -qx "$t" || rustup target add "$t"
+  done
 fi
 cargo build --release --target wasm32-unknown-unknown --manifest-path "$manifest" \
   --target-dir "$target" -p sandboy-adapter-passthrough -p sandboy-adapter-infersharp
@@ -23,3 +25,8 @@ for name in passthrough infersharp; do
     "$target/wasm32-unknown-unknown/release/sandboy_adapter_${name}.wasm" \
     "$out/${name}.wasm"
 done
+# The WASI preview-2 command fixture: std on wasm32-wasip2 is already a
+# component (wasm-component-ld), importing WASI and exporting wasi:cli/run.
+cargo build --release --target wasm32-wasip2 --manifest-path "$manifest" \
+  --target-dir "$target" -p sandboy-wasi-hello
+cp "$target/wasm32-wasip2/release/wasi-hello.wasm" "$out/wasi-hello.wasm"

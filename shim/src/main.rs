@@ -17,6 +17,7 @@ mod oom;
 mod ops;
 mod output;
 mod poststop;
+mod sealed_exe;
 mod timeout;
 mod wrap;
 
@@ -37,14 +38,13 @@ fn main() {
         let _ = Cli::command().print_help();
         std::process::exit(2);
     };
-    // CVE-2019-5736: a container must never be able to reach (and overwrite)
-    // the runtime binary through /proc/self/exe. Commands that put a process
-    // into a container run from a sealed memfd copy of the binary.
+    // CVE-2019-5736: commands that put a process into a container run from a
+    // copy of the binary the container cannot write back to.
     if matches!(
         command,
         Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Wrap(_)
     ) {
-        if let Err(e) = pentacle::ensure_sealed() {
+        if let Err(e) = sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
             eprintln!("sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}");
             std::process::exit(1);
         }

@@ -45,6 +45,14 @@ pub fn spec_gen_bin() -> PathBuf {
 }
 
 /// Print and record a skipped test. Returns nothing: call and `return`.
+/// Built adapter and WASI components (`make components`), or
+/// `$SANDBOY_COMPONENTS`.
+pub fn components_dir() -> PathBuf {
+    std::env::var_os("SANDBOY_COMPONENTS")
+        .map(Into::into)
+        .unwrap_or_else(|| repo().join("target/components"))
+}
+
 pub fn skip(test: &str, reason: &str) {
     println!("SKIPPED: {test}: {reason}");
     eprintln!("SKIPPED: {test}: {reason}");

@@ -938,6 +938,44 @@ fn cri_runtime_handler_sandboy() {
         let o = c.ctr_in("k8s.io", &["images", "import", archive.to_str().unwrap()]);
         c.expect(&o, 0);
     }
+    // The adapter image: the rootfs bundles/adapter.sh lays out (component
+    // from components/adapters.toml, report under /in).
+    let adapter_image = components_dir().join("infersharp.wasm").is_file().then(|| {
+        let ab = d.join("adapter-bundle");
+        let o = capture(
+            Command::new(repo().join("bundles/adapter.sh"))
+                .arg(&ab)
+                .arg("infersharp")
+                .arg(repo().join("bundles/fixtures/infersharp/report.json"))
+                .env("SANDBOY_SPEC_GEN", spec_gen_bin()),
+        );
+        c.expect(&o, 0);
+        let tar = d.join("adapter-rootfs.tar");
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(ab.join("rootfs"))
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let image = "localhost/sandboy-adapter:test";
+        c.expect(&podman(&["import", tar.to_str().unwrap(), image]), 0);
+        let archive = d.join("adapter.tar");
+        let o = podman(&[
+            "save",
+            "--format",
+            "oci-archive",
+            "-o",
+            archive.to_str().unwrap(),
+            image,
+        ]);
+        c.expect(&o, 0);
+        let o = c.ctr_in("k8s.io", &["images", "import", archive.to_str().unwrap()]);
+        c.expect(&o, 0);
+        image
+    });
     let _ = podman(&["rmi", "--all", "--force"]);
     unmount_all_mentioning(&d.join("podman-storage").to_string_lossy());
 
@@ -1066,7 +1104,8 @@ fn cri_runtime_handler_sandboy() {
     );
     assert_eq!(
         c.calls().lines().filter(|l| l.contains(" create ")).count(),
-        2
+        2,
+        "the pause and app containers are created through sandboy"
     );
 
     // ExecSync: output and exit code.
@@ -1080,6 +1119,157 @@ fn cri_runtime_handler_sandboy() {
     assert_eq!(cri::get_string(&resp, 1), "in-exec\n");
     assert_eq!(cri::get_string(&resp, 2), "oops\n");
     assert_eq!(cri::get_uint(&resp, 3), 3);
+
+    let exec_sync = |id: &str, script: &str| -> (String, String, u64) {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        for a in ["/bin/sh", "-c", script] {
+            cri::string(&mut req, 2, a);
+        }
+        cri::uint(&mut req, 3, 30);
+        let resp = call("ExecSync", &req);
+        (
+            cri::get_string(&resp, 1),
+            cri::get_string(&resp, 2),
+            cri::get_uint(&resp, 3),
+        )
+    };
+    // Unconfined, the image's /etc is writable: the confined container
+    // below is refused exactly what this one may do.
+    let (out, _, code) = exec_sync(&ctr, "echo yes > /etc/written && cat /etc/written");
+    assert_eq!((out.as_str(), code), ("yes\n", 0));
+
+    // A policy-confined container in the same pod: the Landlock ruleset
+    // sandboy-spec-gen renders from a policy, passed as a pod-spec
+    // annotation (what a kubelet user writes), enforced on the init and on
+    // ExecSync processes alike.
+    let policy = d.join("cri-policy.toml");
+    fs::write(
+        &policy,
+        "version = 1\nname = \"cri-confined\"\n[landlock]\nmode = \"enforce\"\n\
+         [fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n\
+         [process]\nargs = [\"/bin/sh\"]\n",
+    )
+    .unwrap();
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["generate", "--policy"])
+            .arg(&policy)
+            .args(["--bundle", "-"]),
+    );
+    c.expect(&o, 0);
+    let generated: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let landlock = generated["annotations"]["dev.sandboy.landlock"]
+        .as_str()
+        .expect("spec-gen rendered no dev.sandboy.landlock")
+        .to_owned();
+    let create = |name: &str, image: &str, argv: &[&str], annotations: &[(&str, &str)]| {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &pod);
+        cri::msg(&mut req, 2, |cc| {
+            cri::msg(cc, 1, |m| cri::string(m, 1, name));
+            cri::msg(cc, 2, |i| cri::string(i, 1, image));
+            cri::string(cc, 3, argv[0]);
+            for a in &argv[1..] {
+                cri::string(cc, 4, a);
+            }
+            cri::msg(cc, 6, |kv| {
+                cri::string(kv, 1, "PATH");
+                cri::string(kv, 2, "/bin");
+            });
+            cri::map(cc, 10, annotations);
+            cri::string(cc, 11, &format!("{name}.log"));
+            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+        });
+        cri::msg(&mut req, 3, sandbox_config);
+        let id = cri::get_string(&call("CreateContainer", &req), 1);
+        assert!(!id.is_empty(), "CreateContainer {name} returned no id");
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &id);
+        call("StartContainer", &req);
+        id
+    };
+    let confined = create(
+        "confined",
+        "localhost/sandboy-busybox:test",
+        &["/bin/sh", "-c", "echo started; exec sleep 1000"],
+        &[("dev.sandboy.landlock", &landlock)],
+    );
+    assert_eq!(status(&confined).0, 1, "confined container is not RUNNING");
+    assert_eq!(
+        config(&confined)["annotations"]["dev.sandboy.landlock"],
+        landlock.as_str()
+    );
+    let (out, err, code) = exec_sync(
+        &confined,
+        "echo ok > /tmp/w && cat /tmp/w; echo no > /etc/written",
+    );
+    assert_eq!(out, "ok\n", "write inside the allowlist");
+    assert!(
+        err.contains("Permission denied") && code != 0,
+        "write outside the allowlist not refused: code {code}, stderr {err:?}"
+    );
+    let (_, err, code) = exec_sync(&confined, "cat /proc/self/status >/dev/null && ls /");
+    assert!(
+        err.contains("Permission denied") && code != 0,
+        "read outside the allowlist not refused: code {code}, stderr {err:?}"
+    );
+
+    // An adapter container: the Infer# component runs in sandboy's wasm
+    // host (run.oci.handler=wasm) and its SARIF lands in the container log.
+    let mut adapter = None;
+    match adapter_image {
+        None => skip(
+            "containerd::cri_runtime_handler_sandboy (adapter container)",
+            "components not built (make components)",
+        ),
+        Some(image) => {
+            let id = create(
+                "adapter",
+                image,
+                &[
+                    "/adapters/infersharp.wasm",
+                    "--tool",
+                    "infersharp",
+                    "--artifact",
+                    "report.json=/in/report.json",
+                ],
+                &[("run.oci.handler", "wasm")],
+            );
+            let deadline = Instant::now() + TIMEOUT;
+            while status(&id).0 != 2 {
+                assert!(Instant::now() < deadline, "adapter container never exited");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            assert_eq!(status(&id), (2, 0), "adapter container exit");
+            let log = fs::read_to_string(log_dir.join("adapter.log")).unwrap_or_default();
+            // CRI log lines: "<time> stdout <P|F> <text>"; P lines continue.
+            let mut sarif_text = String::new();
+            for line in log.lines() {
+                let mut parts = line.splitn(4, ' ');
+                let (_, stream, tag, rest) = (
+                    parts.next(),
+                    parts.next(),
+                    parts.next(),
+                    parts.next().unwrap_or(""),
+                );
+                if stream == Some("stdout") {
+                    sarif_text.push_str(rest);
+                    if tag == Some("F") {
+                        sarif_text.push('\n');
+                    }
+                }
+            }
+            let sarif: serde_json::Value = serde_json::from_str(&sarif_text)
+                .unwrap_or_else(|e| panic!("no SARIF in the container log ({e}): {log}"));
+            assert_eq!(sarif["version"], "2.1.0");
+            assert_eq!(
+                sarif["runs"][0]["properties"]["sandboy"]["tool"],
+                "infersharp"
+            );
+            adapter = Some(id);
+        }
+    }
 
     // Stop: `exec sleep` as PID 1 ignores SIGTERM, so the 2 s grace period
     // ends in SIGKILL: exit code 137.
@@ -1095,12 +1285,24 @@ fn cri_runtime_handler_sandboy() {
     let log = fs::read_to_string(log_dir.join("app.log")).unwrap_or_default();
     assert!(log.contains(" stdout F started"), "container log: {log:?}");
 
-    let mut req = Vec::new();
-    cri::string(&mut req, 1, &ctr);
-    call("RemoveContainer", &req);
+    let mut ids = vec![ctr.clone(), confined.clone()];
+    ids.extend(adapter);
+    for id in &ids {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        if id != &ctr {
+            cri::uint(&mut req, 2, 2);
+            call("StopContainer", &req);
+            req.clear();
+            cri::string(&mut req, 1, id);
+        }
+        call("RemoveContainer", &req);
+    }
     let mut req = Vec::new();
     cri::string(&mut req, 1, &pod);
     call("StopPodSandbox", &req);
     call("RemovePodSandbox", &req);
-    c.assert_clean(&root, &[&pod, &ctr]);
+    let mut all: Vec<&str> = ids.iter().map(String::as_str).collect();
+    all.push(&pod);
+    c.assert_clean(&root, &all);
 }

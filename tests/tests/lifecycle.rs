@@ -591,16 +591,23 @@ fn recv_fd(conn: &std::os::unix::net::UnixStream) -> Option<i32> {
 #[test]
 fn runtime_binary_is_sealed_during_create() {
     // CVE-2019-5736: the process that sets up the container must not expose
-    // the real runtime binary through /proc/self/exe.
+    // the real runtime binary through /proc/self/exe: it runs either from a
+    // detached read-only overlayfs or from a sealed memfd, and a write to
+    // /proc/<pid>/exe is refused.
     if !need_root("runtime_binary_is_sealed_during_create") {
         return;
     }
     let rt = Runtime::sandboy();
     let b = Bundle::busybox(&["true"]);
     let log = b.path().join("exe.log");
+    let script = format!(
+        "stat -L -c %d /proc/$PPID/exe > {log}; stat -f -L -c %T /proc/$PPID/exe >> {log}; \
+         (: >> /proc/$PPID/exe) 2>> {log} || true",
+        log = log.display()
+    );
     b.edit(|c| {
         c["hooks"] = serde_json::json!({"createRuntime": [{"path": "/bin/sh",
-            "args": ["sh", "-c", format!("readlink /proc/$PPID/exe > {}", log.display())]}]})
+            "args": ["sh", "-c", script]}]})
     });
     let id = unique_id("sealed");
     let _g = rt.guard(&id);
@@ -608,12 +615,29 @@ fn runtime_binary_is_sealed_during_create() {
         &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]),
         0,
     );
-    let exe = fs::read_to_string(&log).unwrap();
-    assert!(
-        exe.contains("memfd:"),
-        "runtime ran from {exe:?}, not a sealed memfd"
+    let out = fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    use std::os::unix::fs::MetadataExt;
+    let real_dev = fs::metadata(sandboy_bin()).unwrap().dev();
+    assert_ne!(
+        lines[0],
+        real_dev.to_string(),
+        "runtime ran from the real binary's filesystem: {out}"
     );
-    assert!(!exe.contains(sandboy_bin().to_str().unwrap()));
+    assert!(
+        matches!(lines[1], "overlayfs" | "tmpfs"),
+        "runtime exe is on {}, neither the sealed overlay nor a memfd",
+        lines[1]
+    );
+    // Overlay: read-only file system; memfd: sealed (text busy).
+    assert!(
+        lines
+            .get(2)
+            .is_some_and(|l| l.contains("Read-only file system")
+                || l.contains("Text file busy")
+                || l.contains("Operation not permitted")),
+        "write to /proc/<runtime>/exe was not refused: {out}"
+    );
 }
 
 #[test]

@@ -714,7 +714,7 @@ fn wasm_containers_via_annotation() {
     assert_eq!(text(&o.stdout), "hello from wasm\n");
 
     // The Infer# adapter component on a report, SARIF on stdout.
-    let component = repo().join("target/components/infersharp.wasm");
+    let component = components_dir().join("infersharp.wasm");
     if !component.is_file() {
         skip(
             "podman::wasm_containers_via_annotation (adapter)",

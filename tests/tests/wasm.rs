@@ -6,12 +6,6 @@ use std::process::Command;
 
 use sandboy_tests::*;
 
-fn components_dir() -> std::path::PathBuf {
-    std::env::var_os("SANDBOY_COMPONENTS")
-        .map(Into::into)
-        .unwrap_or_else(|| repo().join("target/components"))
-}
-
 fn adapter_bundle(test: &str, tool: &str, input: &std::path::Path) -> Option<TempDir> {
     if !components_dir().join("infersharp.wasm").is_file() {
         skip(test, "components not built (make components)");
@@ -111,6 +105,74 @@ fn wasi_program_prints_and_exits_with_its_status() {
     ]);
     assert_exit(&o, 3);
     assert_eq!(text(&o.stdout), "hello from wasi\n");
+}
+
+/// `components/wasi-hello`: Rust std built for wasm32-wasip2, i.e. a real
+/// `wasi:cli/run` component importing the WASI interfaces.
+#[test]
+fn wasi_p2_command_component_runs_as_a_container() {
+    let t = "wasi_p2_command_component_runs_as_a_container";
+    if !need_root(t) {
+        return;
+    }
+    let module = components_dir().join("wasi-hello.wasm");
+    if !module.is_file() {
+        skip(t, "components not built (make components)");
+        return;
+    }
+    let dir = TempDir::new("wasip2");
+    let bundle = dir.path().join("b");
+    let o = capture(
+        Command::new(repo().join("bundles/wasi.sh"))
+            .arg(&bundle)
+            .arg(&module)
+            .args(["one", "two"]),
+    );
+    assert_exit(&o, 0);
+    // The cwd is a host directory bound in, so what the program writes there
+    // is visible from outside after the run.
+    let data = dir.path().join("data");
+    fs::create_dir(&data).unwrap();
+    let cfg = bundle.join("config.json");
+    let mut c: serde_json::Value = serde_json::from_slice(&fs::read(&cfg).unwrap()).unwrap();
+    c["process"]["cwd"] = "/data".into();
+    c["process"]["env"]
+        .as_array_mut()
+        .unwrap()
+        .push("GREETING=hi from the spec".into());
+    c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/data", "type": "bind", "source": data, "options": ["rbind", "rw"]
+    }));
+    fs::create_dir_all(bundle.join("rootfs/data")).unwrap();
+    fs::write(&cfg, c.to_string()).unwrap();
+
+    let rt = Runtime::sandboy();
+    let id = unique_id("wasip2");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", bundle.to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        text(&o.stdout),
+        "hello from a WASI preview-2 component\nargs: one two\nGREETING=hi from the spec\n\
+         cwd file: written by wasi-hello\n"
+    );
+    assert_eq!(
+        fs::read_to_string(data.join("hello.txt")).unwrap(),
+        "written by wasi-hello\n"
+    );
+
+    // wasi:cli/exit carries only ok/err: any failing exit is status 1.
+    c["process"]["args"] = serde_json::json!(["/app.wasm", "fail"]);
+    fs::write(&cfg, c.to_string()).unwrap();
+    let id = unique_id("wasip2f");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", bundle.to_str().unwrap(), &id]);
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("failing as asked"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
