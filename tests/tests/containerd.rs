@@ -148,6 +148,49 @@ impl Containerd {
         Some(c)
     }
 
+    /// A rootfs directory into containerd's image store of namespace `ns`
+    /// (there is no registry here): tar, `podman import` with `changes`,
+    /// save as an OCI archive, `ctr images import`. Podman's storage is
+    /// private to the test and emptied afterwards.
+    fn import_image(&self, ns: &str, rootfs: &Path, image: &str, changes: &[&str]) {
+        let d = self.dir.path();
+        let podman = |args: &[&str]| {
+            let mut p = Command::new("podman");
+            p.arg("--root")
+                .arg(d.join("podman-storage"))
+                .arg("--runroot")
+                .arg(d.join("podman-run"));
+            p.arg("--tmpdir").arg(d.join("podman-tmp")).args(args);
+            output_timeout(&mut p, TIMEOUT)
+        };
+        let stem = image.replace(['/', ':'], "_");
+        let tar = d.join(format!("{stem}.rootfs.tar"));
+        let st = Command::new("tar")
+            .arg("-C")
+            .arg(rootfs)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let mut args = vec!["import"];
+        for change in changes {
+            args.extend(["--change", change]);
+        }
+        args.extend([tar.to_str().unwrap(), image]);
+        self.expect(&podman(&args), 0);
+        let archive = d.join(format!("{stem}.tar"));
+        let archive = archive.to_str().unwrap();
+        self.expect(
+            &podman(&["save", "--format", "oci-archive", "-o", archive, image]),
+            0,
+        );
+        let _ = podman(&["rmi", "--all", "--force"]);
+        unmount_all_mentioning(&d.join("podman-storage").to_string_lossy());
+        self.expect(&self.ctr_in(ns, &["images", "import", archive]), 0);
+    }
+
     /// Private cgroup parent for CRI pods.
     fn pod_cgroup_parent(&self) -> String {
         format!("/{}-pods", self.ns)
@@ -556,44 +599,8 @@ fn ctr_imported_image_runs() {
         return;
     };
     let b = Bundle::busybox(&[]);
-    let d = c.dir.path();
-    let tar = d.join("rootfs.tar");
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(b.rootfs())
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let podman = |args: &[&str]| {
-        let mut p = Command::new("podman");
-        p.arg("--root")
-            .arg(d.join("podman-storage"))
-            .arg("--runroot")
-            .arg(d.join("podman-run"));
-        p.arg("--tmpdir").arg(d.join("podman-tmp")).args(args);
-        output_timeout(&mut p, TIMEOUT)
-    };
     let image = "localhost/sandboy-busybox:test";
-    let o = podman(&["import", tar.to_str().unwrap(), image]);
-    c.expect(&o, 0);
-    let archive = d.join("busybox-oci.tar");
-    let o = podman(&[
-        "save",
-        "--format",
-        "oci-archive",
-        "-o",
-        archive.to_str().unwrap(),
-        image,
-    ]);
-    c.expect(&o, 0);
-    let _ = podman(&["rmi", "--all", "--force"]);
-    unmount_all_mentioning(&d.join("podman-storage").to_string_lossy());
-
-    let o = c.ctr(&["images", "import", archive.to_str().unwrap()]);
-    c.expect(&o, 0);
+    c.import_image(&c.ns, &b.rootfs(), image, &[]);
     let id = unique_id("sbc");
     let o = c.run_with_binary(
         &["--rm"],
@@ -887,59 +894,25 @@ fn cri_runtime_handler_sandboy() {
     };
     let d = c.dir.path().to_path_buf();
 
-    // Images: busybox, and a pause image (sandbox_image in the config).
+    // Images: busybox, a pause image (sandbox_image in the config), and an
+    // adapter image: the rootfs bundles/adapter.sh lays out (component from
+    // components/adapters.toml, report under /in).
     let b = Bundle::busybox(&[]);
-    let tar = d.join("rootfs.tar");
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(b.rootfs())
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let podman = |args: &[&str]| {
-        let mut p = Command::new("podman");
-        p.arg("--root")
-            .arg(d.join("podman-storage"))
-            .arg("--runroot")
-            .arg(d.join("podman-run"));
-        p.arg("--tmpdir").arg(d.join("podman-tmp")).args(args);
-        output_timeout(&mut p, TIMEOUT)
-    };
-    for (image, change) in [
-        ("localhost/sandboy-busybox:test", r#"CMD ["/bin/sh"]"#),
-        (
-            "localhost/pause:latest",
-            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
-        ),
-    ] {
-        let o = podman(&[
-            "import",
-            "--change",
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/sandboy-busybox:test",
+        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
+    );
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/pause:latest",
+        &[
             "ENV PATH=/bin",
-            "--change",
-            change,
-            tar.to_str().unwrap(),
-            image,
-        ]);
-        c.expect(&o, 0);
-        let archive = d.join(format!("{}.tar", image.replace(['/', ':'], "_")));
-        let o = podman(&[
-            "save",
-            "--format",
-            "oci-archive",
-            "-o",
-            archive.to_str().unwrap(),
-            image,
-        ]);
-        c.expect(&o, 0);
-        let o = c.ctr_in("k8s.io", &["images", "import", archive.to_str().unwrap()]);
-        c.expect(&o, 0);
-    }
-    // The adapter image: the rootfs bundles/adapter.sh lays out (component
-    // from components/adapters.toml, report under /in).
+            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
+        ],
+    );
     let adapter_image = components_dir().join("infersharp.wasm").is_file().then(|| {
         let ab = d.join("adapter-bundle");
         let o = capture(
@@ -950,34 +923,10 @@ fn cri_runtime_handler_sandboy() {
                 .env("SANDBOY_SPEC_GEN", spec_gen_bin()),
         );
         c.expect(&o, 0);
-        let tar = d.join("adapter-rootfs.tar");
-        let st = Command::new("tar")
-            .arg("-C")
-            .arg(ab.join("rootfs"))
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .status()
-            .unwrap();
-        assert!(st.success());
         let image = "localhost/sandboy-adapter:test";
-        c.expect(&podman(&["import", tar.to_str().unwrap(), image]), 0);
-        let archive = d.join("adapter.tar");
-        let o = podman(&[
-            "save",
-            "--format",
-            "oci-archive",
-            "-o",
-            archive.to_str().unwrap(),
-            image,
-        ]);
-        c.expect(&o, 0);
-        let o = c.ctr_in("k8s.io", &["images", "import", archive.to_str().unwrap()]);
-        c.expect(&o, 0);
+        c.import_image("k8s.io", &ab.join("rootfs"), image, &[]);
         image
     });
-    let _ = podman(&["rmi", "--all", "--force"]);
-    unmount_all_mentioning(&d.join("podman-storage").to_string_lossy());
 
     let client = cri::Client {
         sock: c.sock.clone(),
@@ -1034,37 +983,41 @@ fn cri_runtime_handler_sandboy() {
         c.calls()
     );
 
-    let mut req = Vec::new();
-    cri::string(&mut req, 1, &pod);
-    cri::msg(&mut req, 2, |cc| {
-        cri::msg(cc, 1, |m| cri::string(m, 1, "app"));
-        cri::msg(cc, 2, |i| {
-            cri::string(i, 1, "localhost/sandboy-busybox:test")
+    let create = |name: &str, image: &str, argv: &[&str], annotations: &[(&str, &str)]| {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &pod);
+        cri::msg(&mut req, 2, |cc| {
+            cri::msg(cc, 1, |m| cri::string(m, 1, name));
+            cri::msg(cc, 2, |i| cri::string(i, 1, image));
+            cri::string(cc, 3, argv[0]);
+            for a in &argv[1..] {
+                cri::string(cc, 4, a);
+            }
+            cri::msg(cc, 6, |kv| {
+                cri::string(kv, 1, "PATH");
+                cri::string(kv, 2, "/bin");
+            });
+            cri::map(cc, 10, annotations);
+            cri::string(cc, 11, &format!("{name}.log"));
+            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
         });
-        cri::string(cc, 3, "/bin/sh");
-        cri::string(cc, 4, "-c");
-        cri::string(cc, 4, "echo started; exec sleep 1000");
-        cri::msg(cc, 6, |kv| {
-            cri::string(kv, 1, "PATH");
-            cri::string(kv, 2, "/bin");
-        });
-        cri::map(
-            cc,
-            10,
-            &[
-                ("dev.sandboy.policy.sha256", "0123abcd"),
-                ("example.com/not-passed", "ctr"),
-            ],
-        );
-        cri::string(cc, 11, "app.log");
-        cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
-    });
-    cri::msg(&mut req, 3, sandbox_config);
-    let ctr = cri::get_string(&call("CreateContainer", &req), 1);
-    assert!(!ctr.is_empty(), "CreateContainer returned no id");
-    let mut req = Vec::new();
-    cri::string(&mut req, 1, &ctr);
-    call("StartContainer", &req);
+        cri::msg(&mut req, 3, sandbox_config);
+        let id = cri::get_string(&call("CreateContainer", &req), 1);
+        assert!(!id.is_empty(), "CreateContainer {name} returned no id");
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &id);
+        call("StartContainer", &req);
+        id
+    };
+    let ctr = create(
+        "app",
+        "localhost/sandboy-busybox:test",
+        &["/bin/sh", "-c", "echo started; exec sleep 1000"],
+        &[
+            ("dev.sandboy.policy.sha256", "0123abcd"),
+            ("example.com/not-passed", "ctr"),
+        ],
+    );
 
     let status = |id: &str| {
         let mut req = Vec::new();
@@ -1108,18 +1061,6 @@ fn cri_runtime_handler_sandboy() {
         "the pause and app containers are created through sandboy"
     );
 
-    // ExecSync: output and exit code.
-    let mut req = Vec::new();
-    cri::string(&mut req, 1, &ctr);
-    for a in ["/bin/sh", "-c", "echo in-exec; echo oops >&2; exit 3"] {
-        cri::string(&mut req, 2, a);
-    }
-    cri::uint(&mut req, 3, 30);
-    let resp = call("ExecSync", &req);
-    assert_eq!(cri::get_string(&resp, 1), "in-exec\n");
-    assert_eq!(cri::get_string(&resp, 2), "oops\n");
-    assert_eq!(cri::get_uint(&resp, 3), 3);
-
     let exec_sync = |id: &str, script: &str| -> (String, String, u64) {
         let mut req = Vec::new();
         cri::string(&mut req, 1, id);
@@ -1134,6 +1075,11 @@ fn cri_runtime_handler_sandboy() {
             cri::get_uint(&resp, 3),
         )
     };
+    // ExecSync: output and exit code.
+    assert_eq!(
+        exec_sync(&ctr, "echo in-exec; echo oops >&2; exit 3"),
+        ("in-exec\n".to_owned(), "oops\n".to_owned(), 3)
+    );
     // Unconfined, the image's /etc is writable: the confined container
     // below is refused exactly what this one may do.
     let (out, _, code) = exec_sync(&ctr, "echo yes > /etc/written && cat /etc/written");
@@ -1163,32 +1109,6 @@ fn cri_runtime_handler_sandboy() {
         .as_str()
         .expect("spec-gen rendered no dev.sandboy.landlock")
         .to_owned();
-    let create = |name: &str, image: &str, argv: &[&str], annotations: &[(&str, &str)]| {
-        let mut req = Vec::new();
-        cri::string(&mut req, 1, &pod);
-        cri::msg(&mut req, 2, |cc| {
-            cri::msg(cc, 1, |m| cri::string(m, 1, name));
-            cri::msg(cc, 2, |i| cri::string(i, 1, image));
-            cri::string(cc, 3, argv[0]);
-            for a in &argv[1..] {
-                cri::string(cc, 4, a);
-            }
-            cri::msg(cc, 6, |kv| {
-                cri::string(kv, 1, "PATH");
-                cri::string(kv, 2, "/bin");
-            });
-            cri::map(cc, 10, annotations);
-            cri::string(cc, 11, &format!("{name}.log"));
-            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
-        });
-        cri::msg(&mut req, 3, sandbox_config);
-        let id = cri::get_string(&call("CreateContainer", &req), 1);
-        assert!(!id.is_empty(), "CreateContainer {name} returned no id");
-        let mut req = Vec::new();
-        cri::string(&mut req, 1, &id);
-        call("StartContainer", &req);
-        id
-    };
     let confined = create(
         "confined",
         "localhost/sandboy-busybox:test",
