@@ -292,7 +292,13 @@ fn configs_validate_against_oci_schema() {
         Path::new("/usr/share/gocode/src/github.com/opencontainers/runtime-spec/schema");
     let schema = schema_dir.join("config-schema.json");
     if !schema.exists() {
-        record_skip(&format!("OCI schema validation: {} not installed (apt-get install golang-github-opencontainers-specs-dev)", schema.display()));
+        sandboy_tests::skip(
+            "OCI schema validation",
+            &format!(
+                "{} not installed (apt-get install golang-github-opencontainers-specs-dev)",
+                schema.display()
+            ),
+        );
         return;
     }
     let script = r#"
@@ -346,14 +352,17 @@ sys.exit(1 if bad else 0)
     {
         Ok(o) => o,
         Err(e) => {
-            record_skip(&format!("OCI schema validation: python3 not runnable: {e}"));
+            sandboy_tests::skip(
+                "OCI schema validation",
+                &format!("python3 not runnable: {e}"),
+            );
             return;
         }
     };
     let _ = std::fs::remove_dir_all(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     if stdout.contains("NO_JSONSCHEMA") {
-        record_skip("OCI schema validation: python3-jsonschema not installed");
+        sandboy_tests::skip("OCI schema validation", "python3-jsonschema not installed");
         return;
     }
     assert!(
@@ -361,26 +370,4 @@ sys.exit(1 if bad else 0)
         "schema violations:\n{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// Print a SKIPPED line and record it where `make test` counts skips
-/// (`$SANDBOY_SKIP_LOG`, else `$CARGO_TARGET_DIR/skipped.log`).
-fn record_skip(msg: &str) {
-    use std::io::Write as _;
-    println!("SKIPPED: {msg}");
-    let log = std::env::var_os("SANDBOY_SKIP_LOG")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(|d| std::path::PathBuf::from(d).join("skipped.log"))
-        });
-    if let Some(log) = log {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{msg}");
-        }
-    }
 }

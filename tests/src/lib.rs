@@ -44,7 +44,6 @@ pub fn spec_gen_bin() -> PathBuf {
     target_dir().join("debug/sandboy-spec-gen")
 }
 
-/// Print and record a skipped test. Returns nothing: call and `return`.
 /// Built adapter and WASI components (`make components`), or
 /// `$SANDBOY_COMPONENTS`.
 pub fn components_dir() -> PathBuf {
@@ -53,6 +52,9 @@ pub fn components_dir() -> PathBuf {
         .unwrap_or_else(|| repo().join("target/components"))
 }
 
+/// Print and record a skipped test where `make test` counts skips
+/// (`$SANDBOY_SKIP_LOG`, else `<target dir>/skipped.log`). Returns nothing:
+/// call and `return`. Every crate's tests use this one (as a dev-dependency).
 pub fn skip(test: &str, reason: &str) {
     println!("SKIPPED: {test}: {reason}");
     eprintln!("SKIPPED: {test}: {reason}");

@@ -462,7 +462,7 @@ fn landlock_then_seccomp() -> CaseResult {
 }
 
 fn skip(why: &str) -> CaseResult {
-    record_skip(why);
+    sandboy_tests::skip("confine behaviour", why);
     Ok(())
 }
 
@@ -509,27 +509,5 @@ fn main() {
     println!("behaviour: {ran} run, {failed} failed");
     if failed > 0 {
         std::process::exit(1);
-    }
-}
-
-/// Print a SKIPPED line and record it where `make test` counts skips
-/// (`$SANDBOY_SKIP_LOG`, else `$CARGO_TARGET_DIR/skipped.log`).
-fn record_skip(msg: &str) {
-    use std::io::Write as _;
-    println!("SKIPPED: {msg}");
-    let log = std::env::var_os("SANDBOY_SKIP_LOG")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(|d| std::path::PathBuf::from(d).join("skipped.log"))
-        });
-    if let Some(log) = log {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{msg}");
-        }
     }
 }

@@ -12,13 +12,14 @@ pub const ADAPTER_WIT: &str = include_str!("../../../../wit/adapter.wit");
 /// The built components directory: `$SANDBOY_COMPONENTS` or
 /// `<repo>/target/components`; `None` (after printing SKIPPED) if absent.
 pub fn components() -> Option<PathBuf> {
-    let dir = std::env::var_os("SANDBOY_COMPONENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/components"));
+    let dir = sandboy_tests::components_dir();
     if dir.join("passthrough.wasm").is_file() && dir.join("infersharp.wasm").is_file() {
         Some(dir)
     } else {
-        record_skip("components not built (make components)");
+        sandboy_tests::skip(
+            "wasm component tests",
+            "components not built (make components)",
+        );
         None
     }
 }
@@ -129,26 +130,4 @@ pub fn run_adapter(
     let code = p.run_with_output(&args(&argv), &[], cwd, &mut out)?;
     assert_eq!(code, 0);
     Ok(serde_json::from_slice(&out).expect("adapter output is JSON"))
-}
-
-/// Print a SKIPPED line and record it where `make test` counts skips
-/// (`$SANDBOY_SKIP_LOG`, else `$CARGO_TARGET_DIR/skipped.log`).
-pub fn record_skip(msg: &str) {
-    use std::io::Write as _;
-    println!("SKIPPED: {msg}");
-    let log = std::env::var_os("SANDBOY_SKIP_LOG")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .map(|d| std::path::PathBuf::from(d).join("skipped.log"))
-        });
-    if let Some(log) = log {
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-        {
-            let _ = writeln!(f, "{msg}");
-        }
-    }
 }
