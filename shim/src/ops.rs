@@ -2,6 +2,7 @@
 //! sandboy's executor, and runc's wording for the common failures.
 
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use libcontainer::container::builder::ContainerBuilder;
@@ -22,6 +23,8 @@ pub struct Runtime {
 
 /// Directory (under the state root) for rewritten bundles, see `create`.
 const SHADOW_DIR: &str = ".bundles";
+/// In a shadow bundle: the path of the bundle the caller gave.
+const ORIGIN_FILE: &str = "origin";
 
 impl Runtime {
     pub fn new(root: PathBuf, systemd: bool) -> Result<Self> {
@@ -127,10 +130,6 @@ impl Runtime {
                     self.remove_leftovers(id);
                     return Err(e);
                 }
-                if build_dir.is_some() {
-                    container.state.bundle = bundle.dir.clone();
-                    container.save()?;
-                }
                 Ok(container)
             }
             Err(err) => {
@@ -145,7 +144,11 @@ impl Runtime {
 
     /// libcontainer names cgroups `:youki:<id>` when the spec has no
     /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
-    /// for such specs it gets a copy with `/sandboy/<id>` filled in.
+    /// for such specs it gets a copy with `/sandboy/<id>` filled in. The copy
+    /// stays the container's bundle as libcontainer records it, because
+    /// `exec` builds the new process's cgroup from that config.json too (the
+    /// caller's would put it in `:youki:<id>`, outside every limit); the
+    /// caller's bundle path is kept next to it for `state` and `list`.
     fn shadow_if_needed(&self, id: &str, bundle: &Bundle) -> Result<Option<PathBuf>> {
         let linux = bundle
             .spec
@@ -167,6 +170,10 @@ impl Runtime {
         fs::create_dir_all(&dir)?;
         let json = serde_json::to_vec(&spec).map_err(|e| Failure::runtime(e.to_string()))?;
         fs::write(dir.join("config.json"), json)?;
+        fs::write(
+            dir.join(ORIGIN_FILE),
+            bundle.dir.as_os_str().as_encoded_bytes(),
+        )?;
         Ok(Some(dir))
     }
 
@@ -210,8 +217,9 @@ impl Runtime {
             crate::poststop::restore(c, hooks);
             return Err(e.into());
         }
-        self.remove_leftovers(c.id());
+        // Before the leftovers go: the hooks' state names the shadow bundle.
         crate::poststop::run(c, &hooks);
+        self.remove_leftovers(c.id());
         Ok(())
     }
 
@@ -280,6 +288,15 @@ pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
 }
 
 /// Canonical bundle path for display.
+/// The bundle the caller gave at create (what runc reports), even when
+/// libcontainer runs the container from a shadow copy.
+pub fn bundle_of(c: &Container) -> PathBuf {
+    match fs::read(c.bundle().join(ORIGIN_FILE)) {
+        Ok(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+        Err(_) => c.bundle().clone(),
+    }
+}
+
 pub fn rootfs_of(c: &Container) -> PathBuf {
     fs::read(c.bundle().join("config.json"))
         .ok()

@@ -66,6 +66,40 @@ pub fn skip(test: &str, reason: &str) {
     }
 }
 
+/// The sandboy binary for an engine test, or `None` after recording a skip
+/// when it is not built.
+pub fn need_sandboy(test: &str) -> Option<PathBuf> {
+    let bin = sandboy_bin();
+    if bin.is_file() {
+        return Some(bin);
+    }
+    skip(
+        test,
+        &format!(
+            "sandboy binary {} is not built (set SANDBOY_BIN)",
+            bin.display()
+        ),
+    );
+    None
+}
+
+/// The runtime an engine under test executes: a shell wrapper at `path`
+/// that appends each call's arguments to `calls`, runs `extra` (shell, sees
+/// `"$@"`), then execs sandboy with `pre_args` before the engine's args.
+pub fn write_runtime_wrapper(path: &Path, calls: &Path, extra: &str, pre_args: &str, bin: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(
+        path,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{calls}'\n{extra}exec '{bin}' {pre_args}\"$@\"\n",
+            calls = calls.display(),
+            bin = bin.display(),
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// True when running as root; otherwise records a skip for `test`.
 pub fn need_root(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.

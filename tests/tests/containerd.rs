@@ -51,33 +51,18 @@ impl Containerd {
         {
             return None;
         }
-        let bin = sandboy_bin();
-        if !bin.is_file() {
-            skip(
-                test,
-                &format!(
-                    "sandboy binary {} is not built (set SANDBOY_BIN)",
-                    bin.display()
-                ),
-            );
-            return None;
-        }
+        let bin = need_sandboy(test)?;
         let dir = TempDir::new("containerd");
         let d = dir.path().to_path_buf();
         fs::create_dir_all(d.join("bin")).unwrap();
         let runtime = d.join("bin/sandboy");
-        fs::write(
+        write_runtime_wrapper(
             &runtime,
-            format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{calls}'\n{keep}exec '{bin}' \"$@\"\n",
-                calls = d.join("calls.log").display(),
-                keep = KEEP_CONFIG.replace("DIR", &d.to_string_lossy()),
-                bin = bin.display(),
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&runtime, fs::Permissions::from_mode(0o755)).unwrap();
+            &d.join("calls.log"),
+            &KEEP_CONFIG.replace("DIR", &d.to_string_lossy()),
+            "",
+            &bin,
+        );
 
         // The shipped config, made private: own root/state/sockets, and the
         // sandboy runtime entry pointing at the binary under test.

@@ -452,13 +452,8 @@ bind = [{bind_ok}]
     s.expect(&["bind", &bind_no.to_string()], "errno=EACCES");
 }
 
-#[test]
-fn net_none_bind_rules_apply_in_own_netns() {
-    let t = "net_none_bind_rules_apply_in_own_netns";
-    if !ready(t) {
-        return;
-    }
-    let policy = r#"
+/// Own network namespace (loopback only), port 8080 listed for both.
+const NET_NONE_POLICY: &str = r#"
 version = 1
 name = "escape-net-none"
 [landlock]
@@ -470,7 +465,14 @@ namespace = "none"
 connect = [8080]
 bind = [8080]
 "#;
-    let s = Sandbox::new(policy);
+
+#[test]
+fn net_none_bind_rules_apply_in_own_netns() {
+    let t = "net_none_bind_rules_apply_in_own_netns";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(NET_NONE_POLICY);
     s.expect(&["bind", "8080"], "ok");
     s.expect(&["bind", "8081"], "errno=EACCES");
     s.expect(&["connect", "8081"], "errno=EACCES");
@@ -485,19 +487,7 @@ fn net_none_has_a_working_loopback() {
     if !ready(t) {
         return;
     }
-    let policy = r#"
-version = 1
-name = "escape-net-lo"
-[landlock]
-mode = "enforce"
-[fs]
-exec = ["/bin"]
-[net]
-namespace = "none"
-connect = [8080]
-bind = [8080]
-"#;
-    let s = Sandbox::new(policy);
+    let s = Sandbox::new(NET_NONE_POLICY);
     s.expect(&["connect", "8080"], "ok (ECONNREFUSED)");
 }
 

@@ -223,6 +223,25 @@ fn exec_inline_and_process_file() {
         assert_exit(&o, 5);
         assert_eq!(text(&o.stdout), "hi\n", "{}", rt.name);
 
+        // The exec'd process joins the init's cgroups (the bundle has no
+        // cgroupsPath), and `state` names the caller's bundle.
+        let init_pid = rt.state(&id)["pid"].as_i64().unwrap();
+        let init_cgroups = fs::read_to_string(format!("/proc/{init_pid}/cgroup")).unwrap();
+        let o = rt.run(&["exec", &id, "cat", "/proc/self/cgroup"]);
+        assert_exit(&o, 0);
+        assert_eq!(
+            text(&o.stdout),
+            init_cgroups,
+            "{}: exec'd process is not in the init's cgroups",
+            rt.name
+        );
+        assert_eq!(
+            rt.state(&id)["bundle"].as_str().unwrap(),
+            b.path().to_str().unwrap(),
+            "{}",
+            rt.name
+        );
+
         let process = serde_json::json!({
             "terminal": false,
             "user": {"uid": 0, "gid": 0},

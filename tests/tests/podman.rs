@@ -39,36 +39,20 @@ impl Podman {
         if !need_root(test) || !need_tool(test, "podman") || !need_tool(test, "conmon") {
             return None;
         }
-        let bin = sandboy_bin();
-        if !bin.is_file() {
-            skip(
-                test,
-                &format!(
-                    "sandboy binary {} is not built (set SANDBOY_BIN)",
-                    bin.display()
-                ),
-            );
-            return None;
-        }
+        let bin = need_sandboy(test)?;
         let dir = TempDir::new("podman");
         let state = dir.path().join("sandboy-state");
         fs::create_dir_all(&state).unwrap();
         fs::create_dir_all(dir.path().join("bin")).unwrap();
         fs::create_dir_all(dir.path().join("tmp")).unwrap();
         let runtime = dir.path().join("bin/sandboy");
-        fs::write(
+        write_runtime_wrapper(
             &runtime,
-            format!(
-                "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{calls}'\n{keep}exec '{bin}' --root '{state}' \"$@\"\n",
-                calls = dir.path().join("calls.log").display(),
-                keep = KEEP_CONFIG.replace("DIR", &dir.path().to_string_lossy()),
-                bin = bin.display(),
-                state = state.display(),
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&runtime, fs::Permissions::from_mode(0o755)).unwrap();
+            &dir.path().join("calls.log"),
+            &KEEP_CONFIG.replace("DIR", &dir.path().to_string_lossy()),
+            &format!("--root '{}' ", state.display()),
+            &bin,
+        );
 
         // The shipped containers.conf, with the runtime path pointing at the
         // binary under test (through the wrapper).

@@ -40,7 +40,7 @@ impl StateJson {
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default(),
-            bundle: c.bundle().clone(),
+            bundle: crate::ops::bundle_of(c),
             rootfs: rootfs_of(c),
             created: c
                 .created()
