@@ -10,7 +10,7 @@ use std::path::Path;
 
 use libcontainer::workload::default::DefaultExecutor;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
-use oci_spec::runtime::{LinuxSeccomp, Spec};
+use oci_spec::runtime::{Capability, LinuxSeccomp, Spec};
 use sandboy_confine::Confinement;
 use sandboy_wasm::Prepared;
 
@@ -30,6 +30,10 @@ pub struct SandboyExecutor {
     /// exec'd process must be exactly as confined as the init.
     inherited_seccomp: Option<LinuxSeccomp>,
     prepared: RefCell<Option<Confinement>>,
+    /// Capabilities sandboy added to the spec's sets only to install the
+    /// confinement without no_new_privs (see `privilege`); dropped right
+    /// after it, before the payload.
+    held: Vec<Capability>,
 }
 
 impl SandboyExecutor {
@@ -40,7 +44,14 @@ impl SandboyExecutor {
             wasm: RefCell::new(None),
             inherited_seccomp: None,
             prepared: RefCell::new(None),
+            held: Vec::new(),
         }
+    }
+
+    /// Capabilities to drop once the confinement is installed.
+    pub fn with_held(mut self, held: Vec<Capability>) -> Self {
+        self.held = held;
+        self
     }
 
     /// An executor for a process joining a container whose spec is `init`.
@@ -84,7 +95,11 @@ impl Executor for SandboyExecutor {
         } else {
             DefaultExecutor {}.validate(spec)?;
         }
-        if self.inherited_seccomp.is_some() || confinement_requested(spec) {
+        // Without CAP_SYS_ADMIN (nothing held for it, e.g. an exec with its
+        // own process.json) the filters can only go in under no_new_privs.
+        if (self.inherited_seccomp.is_some() || confinement_requested(spec))
+            && !sandboy_confine::has_cap_sys_admin().unwrap_or(false)
+        {
             set_no_new_privs()?;
         }
         let confinement = self.prepare(spec).map_err(|e| {
@@ -107,6 +122,10 @@ impl Executor for SandboyExecutor {
         if let Err(e) = confinement.apply() {
             tracing::warn!(error = %e, "confinement could not be applied; not starting the payload");
             return Err(ExecutorError::Other(format!("confinement: {e}")));
+        }
+        if let Err(e) = crate::privilege::release(spec, &self.held) {
+            tracing::warn!(id = %self.id, error = %e, "not starting the payload");
+            return Err(ExecutorError::Other(e));
         }
         match self.wasm.borrow_mut().take() {
             Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),
@@ -165,7 +184,7 @@ fn reset_signals() -> Result<(), ExecutorError> {
 }
 
 /// Whether the spec asks for Landlock or seccomp.
-fn confinement_requested(spec: &Spec) -> bool {
+pub fn confinement_requested(spec: &Spec) -> bool {
     spec.linux().as_ref().is_some_and(|l| l.seccomp().is_some())
         || spec
             .annotations()
@@ -174,10 +193,10 @@ fn confinement_requested(spec: &Spec) -> bool {
 }
 
 /// Landlock and seccomp are installed at the last moment, after libcontainer
-/// dropped capabilities, which the kernel only allows under no_new_privs. A
-/// spec that asks for confinement without `noNewPrivileges` (Docker's and
-/// podman's defaults) therefore gets it set: confining wins over setuid
-/// binaries gaining privileges, never the other way round.
+/// dropped capabilities, which the kernel only allows under no_new_privs or
+/// with CAP_SYS_ADMIN. A process that holds neither (an exec'd process
+/// whose own process.json lacks it) gets no_new_privs: confining wins over
+/// setuid binaries gaining privileges, never the other way round.
 fn set_no_new_privs() -> Result<(), ExecutorValidationError> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| {
         ExecutorValidationError::ArgValidationError(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}"))

@@ -17,6 +17,7 @@ mod oom;
 mod ops;
 mod output;
 mod poststop;
+mod privilege;
 mod sealed_exe;
 mod timeout;
 mod wrap;

@@ -91,7 +91,8 @@ impl Runtime {
                 bundle.dir.display()
             )));
         }
-        let build_dir = self.shadow_if_needed(id, &bundle)?;
+        let held = crate::privilege::to_hold(&bundle.spec);
+        let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
         let wasm = match self.precompile_wasm(&bundle) {
             Ok(w) => w,
             Err(e) => {
@@ -101,7 +102,11 @@ impl Runtime {
         };
 
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
-            .with_executor(SandboyExecutor::new(id, opts.preserve_fds).with_wasm(wasm))
+            .with_executor(
+                SandboyExecutor::new(id, opts.preserve_fds)
+                    .with_wasm(wasm)
+                    .with_held(held),
+            )
             .with_root_path(&self.root)
             .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))
             .map(|b| {
@@ -144,36 +149,46 @@ impl Runtime {
 
     /// libcontainer names cgroups `:youki:<id>` when the spec has no
     /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
-    /// for such specs it gets a copy with `/sandboy/<id>` filled in. The copy
-    /// stays the container's bundle as libcontainer records it, because
-    /// `exec` builds the new process's cgroup from that config.json too (the
-    /// caller's would put it in `:youki:<id>`, outside every limit); the
-    /// caller's bundle path is kept next to it for `state` and `list`.
-    fn shadow_if_needed(&self, id: &str, bundle: &Bundle) -> Result<Option<PathBuf>> {
+    /// such specs, and specs whose init must hold capabilities to confine
+    /// itself (`held`, see `privilege`), get a copy with `/sandboy/<id>`
+    /// filled in and the held capabilities added. The copy stays the
+    /// container's bundle as libcontainer records it, because `exec` builds
+    /// the new process from that config.json too (the caller's would put it
+    /// in `:youki:<id>`, outside every limit); the caller's bundle path and
+    /// the held list are kept next to it.
+    fn shadow_if_needed(
+        &self,
+        id: &str,
+        bundle: &Bundle,
+        held: &[oci_spec::runtime::Capability],
+    ) -> Result<Option<PathBuf>> {
         let linux = bundle
             .spec
             .linux()
             .as_ref()
             .expect("checked by Bundle::load");
-        if linux.cgroups_path().is_some() {
+        if linux.cgroups_path().is_some() && held.is_empty() {
             return Ok(None);
         }
         let mut spec = bundle.spec.clone();
-        let mut linux = linux.clone();
-        linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
-        spec.set_linux(Some(linux));
+        if linux.cgroups_path().is_none() {
+            let mut linux = linux.clone();
+            linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
+            spec.set_linux(Some(linux));
+        }
+        crate::privilege::augment(&mut spec, held);
         if let Some(mut root) = spec.root().clone() {
             root.set_path(bundle.dir.join(root.path()));
             spec.set_root(Some(root));
         }
         let dir = self.root.join(SHADOW_DIR).join(id);
         fs::create_dir_all(&dir)?;
-        let json = serde_json::to_vec(&spec).map_err(|e| Failure::runtime(e.to_string()))?;
-        fs::write(dir.join("config.json"), json)?;
+        fs::write(dir.join("config.json"), to_json(&spec)?)?;
         fs::write(
             dir.join(ORIGIN_FILE),
             bundle.dir.as_os_str().as_encoded_bytes(),
         )?;
+        fs::write(dir.join(crate::privilege::HELD_FILE), to_json(&held)?)?;
         Ok(Some(dir))
     }
 
@@ -288,6 +303,10 @@ pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
 }
 
 /// Canonical bundle path for display.
+fn to_json(v: &impl serde::Serialize) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| Failure::runtime(e.to_string()))
+}
+
 /// The bundle the caller gave at create (what runc reports), even when
 /// libcontainer runs the container from a shadow copy.
 pub fn bundle_of(c: &Container) -> PathBuf {

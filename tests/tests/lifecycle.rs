@@ -461,6 +461,124 @@ fn disable_oom_killer_reaches_the_memory_cgroup() {
     }
 }
 
+/// Docker's and podman's default shape: a seccomp profile with
+/// `noNewPrivileges: false` and no CAP_SYS_ADMIN. The filter must be
+/// installed, no_new_privs must stay off, and the process (init and exec'd)
+/// must end up with exactly the spec's capabilities — the same as under runc.
+#[test]
+fn seccomp_without_no_new_privs_keeps_the_specs_capabilities() {
+    let t = "seccomp_without_no_new_privs_keeps_the_specs_capabilities";
+    if !need_root(t) {
+        return;
+    }
+    let report = "grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status; \
+                  mkdir /tmp/denied 2>&1 || true";
+    let mut seen = Vec::new();
+    for rt in runtimes(t) {
+        for user in [0, 1000] {
+            // The init reports into a host directory bound at /out.
+            let b = Bundle::busybox(&["sh", "-c", &format!("({report}) > /out/init; sleep 60")]);
+            let outdir = b.path().join("out");
+            fs::create_dir(&outdir).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&outdir, fs::Permissions::from_mode(0o777)).unwrap();
+            fs::create_dir_all(b.rootfs().join("out")).unwrap();
+            b.edit(|c| {
+                c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                    "destination": "/out", "type": "bind", "source": outdir,
+                    "options": ["rbind", "rw"]
+                }));
+                c["process"]["noNewPrivileges"] = false.into();
+                c["process"]["user"] = serde_json::json!({"uid": user, "gid": user});
+                c["linux"]["seccomp"] = serde_json::json!({
+                    "defaultAction": "SCMP_ACT_ALLOW",
+                    "architectures": ["SCMP_ARCH_X86_64"],
+                    "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]
+                });
+            });
+            let id = unique_id("nnpoff");
+            let _g = rt.guard(&id);
+            let o = rt.run(&[
+                "run",
+                "--detach",
+                "--bundle",
+                b.path().to_str().unwrap(),
+                &id,
+            ]);
+            assert_exit(&o, 0);
+            let mut init = String::new();
+            for _ in 0..100 {
+                init = fs::read_to_string(outdir.join("init")).unwrap_or_default();
+                if init.contains("denied") || init.contains("Operation not permitted") {
+                    break;
+                }
+                sleep(Duration::from_millis(50));
+            }
+            let o = rt.run(&["exec", &id, "sh", "-c", report]);
+            assert_exit(&o, 0);
+            let exec = text(&o.stdout);
+            for (what, status) in [("init", &init), ("exec", &exec)] {
+                assert!(
+                    status.contains("NoNewPrivs:\t0"),
+                    "{} uid {user} {what}: no_new_privs set: {status}",
+                    rt.name
+                );
+                assert!(
+                    status.contains("Seccomp:\t2"),
+                    "{} uid {user} {what}: no filter: {status}",
+                    rt.name
+                );
+                assert!(
+                    status.contains("Operation not permitted"),
+                    "{} uid {user} {what}: mkdir not refused: {status}",
+                    rt.name
+                );
+            }
+            seen.push((rt.name.clone(), user, init, exec));
+        }
+    }
+    // Capability sets and the rest, line for line, as runc leaves them.
+    let by = |name: &str| seen.iter().filter(|s| s.0 == name).collect::<Vec<_>>();
+    for (sb, rc) in by("sandboy").iter().zip(by("runc")) {
+        assert_eq!(
+            (sb.1, &sb.2, &sb.3),
+            (rc.1, &rc.2, &rc.3),
+            "differs from runc"
+        );
+    }
+}
+
+/// Fail closed: when the profile forbids dropping the capabilities held to
+/// install it (capset), the payload never runs.
+#[test]
+fn held_capabilities_that_cannot_be_dropped_stop_the_start() {
+    let t = "held_capabilities_that_cannot_be_dropped_stop_the_start";
+    if !need_root(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["echo", "PAYLOAD-RAN"]);
+    b.edit(|c| {
+        c["process"]["noNewPrivileges"] = false.into();
+        c["linux"]["seccomp"] = serde_json::json!({
+            "defaultAction": "SCMP_ACT_ALLOW",
+            "architectures": ["SCMP_ARCH_X86_64"],
+            "syscalls": [{"names": ["capset"], "action": "SCMP_ACT_ERRNO"}]
+        });
+    });
+    let id = unique_id("capfail");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    assert_ne!(o.status.code(), Some(0), "started anyway");
+    assert!(!text(&o.stdout).contains("PAYLOAD-RAN"), "payload ran");
+    assert!(
+        text(&o.stderr).contains("capset"),
+        "no reason given: {}",
+        text(&o.stderr)
+    );
+    assert!(cgroups_named(&id).is_empty(), "cgroup left behind");
+}
+
 #[test]
 fn preserve_fds_passes_exactly_the_listed_fds() {
     if !need_root("preserve_fds_passes_exactly_the_listed_fds") {

@@ -48,12 +48,37 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
             "exec: cannot read the container's config.json to confine the new process: {e}"
         ))
     })?;
+    // Without --process, the new process gets the init's capability sets,
+    // including any the init held only to confine itself: drop those too,
+    // unless asked for with --cap.
+    let held = if args.process.is_some() {
+        Vec::new()
+    } else {
+        let asked: Vec<oci_spec::runtime::Capability> =
+            args.cap.iter().filter_map(|c| c.parse().ok()).collect();
+        crate::privilege::read_held(c.bundle())
+            .into_iter()
+            .filter(|h| !asked.contains(h))
+            .collect()
+    };
+    // As runc: without --user / --additional-gids the new process runs as
+    // the container's user (libcontainer alone would make it root).
+    let spec_user = init_spec.process().as_ref().map(|p| p.user().clone());
+    let uid = uid.or(spec_user.as_ref().map(|u| u.uid()));
+    let gid = gid.or(spec_user.as_ref().map(|u| u.gid()));
+    let additional_gids = if args.additional_gids.is_empty() {
+        spec_user
+            .as_ref()
+            .and_then(|u| u.additional_gids().clone())
+            .unwrap_or_default()
+    } else {
+        args.additional_gids
+    };
     let pid = ContainerBuilder::new(args.container_id.clone(), SyscallType::default())
-        .with_executor(SandboyExecutor::for_tenant(
-            &args.container_id,
-            args.preserve_fds,
-            &init_spec,
-        ))
+        .with_executor(
+            SandboyExecutor::for_tenant(&args.container_id, args.preserve_fds, &init_spec)
+                .with_held(held),
+        )
         .with_root_path(&rt.root)?
         .with_console_socket(args.console_socket.as_ref())
         .with_pid_file(args.pid_file.as_ref())?
@@ -65,7 +90,7 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         .with_process(args.process.as_ref())
         .with_no_new_privs(args.no_new_privs)
         .with_container_args(args.command)
-        .with_additional_gids(args.additional_gids)
+        .with_additional_gids(additional_gids)
         .with_user(uid)
         .with_group(gid)
         .with_capabilities(args.cap)
