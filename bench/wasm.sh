@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# OCI-wasm figures for make bench: adapter container start, cold (empty
-# compile cache) and warm, against a native busybox /bin/true container, and
-# adapter throughput on a large Infer# report. Medians of interleaved runs.
+# OCI-wasm figures for make bench: adapter container lifecycle (run+delete),
+# cold (empty compile cache) and warm, against a native busybox /bin/true
+# container, and adapter throughput on a large Infer# report. Medians of
+# runs interleaved in random order.
 set -euo pipefail
 sandboy=${1:?usage: wasm.sh SANDBOY_BIN}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,32 +28,41 @@ PY
 "$repo/bundles/adapter.sh" "$work/big" infersharp "$work/big.json" >/dev/null
 
 python3 - "$sandboy" "$work" "$n" <<'PY'
-import os, statistics, subprocess, sys, tempfile, time
+import os, random, statistics, subprocess, sys, tempfile, time
 sb, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 warm_root = tempfile.mkdtemp(prefix="wb-warm-")
-def run(root, bundle, cid):
+def lifecycle(root, bundle, cid):
+    """run + delete, in ms: a container's whole lifecycle, as in bench.py."""
     t = time.perf_counter()
     r = subprocess.run([sb, "--root", root, "run", "--bundle", bundle, cid],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    ms = (time.perf_counter() - t) * 1000
     subprocess.run([sb, "--root", root, "delete", "--force", cid], capture_output=True)
+    ms = (time.perf_counter() - t) * 1000
     if r.returncode != 0:
         sys.exit(f"{bundle}: exit {r.returncode}: {r.stderr.decode()[-300:]}")
     return ms
-run(warm_root, f"{work}/adapter", "prime")
-s = {"native": [], "adapter cold": [], "adapter warm": []}
+def cold(i):
+    root = tempfile.mkdtemp(prefix="wb-cold-")
+    try:
+        return lifecycle(root, f"{work}/adapter", f"c{i}")
+    finally:
+        subprocess.run(["rm", "-rf", root])
+lifecycle(warm_root, f"{work}/adapter", "prime")
+s = {"native": [], "adapter warm": [], "adapter cold": []}
+runs = {"native": lambda i: lifecycle(warm_root, f"{work}/native", f"n{i}"),
+        "adapter warm": lambda i: lifecycle(warm_root, f"{work}/adapter", f"w{i}"),
+        "adapter cold": cold}
 for i in range(n):
-    s["native"].append(run(warm_root, f"{work}/native", f"n{i}"))
-    cold = tempfile.mkdtemp(prefix="wb-cold-")
-    s["adapter cold"].append(run(cold, f"{work}/adapter", f"c{i}"))
-    subprocess.run(["rm", "-rf", cold])
-    s["adapter warm"].append(run(warm_root, f"{work}/adapter", f"w{i}"))
+    order = list(runs)
+    random.shuffle(order)
+    for k in order:
+        s[k].append(runs[k](i))
 med = {k: statistics.median(v) for k, v in s.items()}
 for k, v in med.items():
-    print(f"  {k:<14} {v:8.1f} ms (median of {n})")
+    print(f"  {k:<14} {v:8.1f} ms run+delete (median of {n}, interleaved)")
 print(f"  warm adapter / native: {med['adapter warm'] / med['native']:.2f}x   cold / native: {med['adapter cold'] / med['native']:.2f}x")
 size = os.path.getsize(f"{work}/big.json") / (1 << 20)
-t = [run(warm_root, f"{work}/big", f"b{i}") for i in range(3)]
-print(f"  throughput: {size:.1f} MiB Infer# report in {statistics.median(t):.0f} ms = {size / (statistics.median(t) / 1000):.1f} MiB/s (container start included)")
+t = [lifecycle(warm_root, f"{work}/big", f"b{i}") for i in range(3)]
+print(f"  throughput: {size:.1f} MiB Infer# report in {statistics.median(t):.0f} ms = {size / (statistics.median(t) / 1000):.1f} MiB/s (container lifecycle included)")
 subprocess.run(["rm", "-rf", warm_root])
 PY

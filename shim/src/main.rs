@@ -107,9 +107,18 @@ fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
         Command::Update(a) => update::run(&rt()?, a),
         Command::Features => features::run(),
         Command::Spec(a) => spec::run(a),
-        Command::Checkpoint(_) | Command::Restore(_) => Err(Failure::runtime(
-            "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
-        )),
+        Command::Checkpoint(a) | Command::Restore(a) => {
+            // runc validates its flags before it reaches CRIU; so do we.
+            let parent = a.args.iter().skip_while(|x| *x != "--parent-path").nth(1);
+            if parent.is_some_and(|p| p.starts_with('/')) {
+                return Err(Failure::usage(
+                    "--parent-path must be relative to the image directory (CRIU links pre-dumps with it)",
+                ));
+            }
+            Err(Failure::runtime(
+                "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
+            ))
+        }
         Command::Wrap(a) => wrap::run(&rt()?, a),
     }
 }

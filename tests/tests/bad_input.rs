@@ -191,6 +191,11 @@ fn bad_flags_and_ids_are_usage_errors() {
         0,
     );
     expect(&rt.run(&["checkpoint", "x"]), 1, &["not supported"]);
+    expect(
+        &rt.run(&["checkpoint", "--parent-path", "/abs", "x"]),
+        2,
+        &["--parent-path must be relative"],
+    );
 }
 
 #[test]
