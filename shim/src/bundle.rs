@@ -106,6 +106,17 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `dev.sandboy.timeout`, parsed (at create to refuse a bad one, and again
+/// by whichever command starts the watcher, from the saved state).
+pub fn timeout(map: &std::collections::HashMap<String, String>) -> Result<Option<Span>> {
+    map.get(annotations::TIMEOUT)
+        .map(|v| {
+            Span::parse(v)
+                .map_err(|e| Failure::config(format!("annotation {}: {e}", annotations::TIMEOUT)))
+        })
+        .transpose()
+}
+
 /// sandboy's annotations, decoded.
 #[derive(Debug, Clone, Default)]
 pub struct Annotations {
@@ -124,11 +135,7 @@ impl Annotations {
             out.landlock =
                 Some(LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?);
         }
-        if let Some(v) = map.get(annotations::TIMEOUT) {
-            out.timeout = Some(Span::parse(v).map_err(|e| {
-                Failure::config(format!("annotation {}: {e}", annotations::TIMEOUT))
-            })?);
-        }
+        out.timeout = timeout(map)?;
         if let Some(v) = map.get(annotations::WASM_LIMITS) {
             out.wasm_limits =
                 Some(WasmLimits::decode(v).map_err(|e| Failure::config(e.to_string()))?);

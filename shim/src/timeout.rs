@@ -16,16 +16,16 @@ use crate::ops::Runtime;
 pub const MARKER: &str = "timed-out";
 
 pub fn watch(rt: &Runtime, c: &Container) -> Result<()> {
-    let Some(timeout) = c
+    let Some(span) = c
         .state
         .annotations
         .as_ref()
-        .and_then(|a| a.get(sandboy_spec_gen::annotations::TIMEOUT))
+        .map(crate::bundle::timeout)
+        .transpose()?
+        .flatten()
     else {
         return Ok(());
     };
-    let span = sandboy_spec_gen::units::Span::parse(timeout)
-        .map_err(|e| Failure::config(format!("annotation dev.sandboy.timeout: {e}")))?;
     let pid = c
         .pid()
         .ok_or_else(|| Failure::runtime("container has no init pid"))?;
