@@ -109,9 +109,18 @@ def main():
     for peer in ("runc", "crun"):
         if peer in table:
             print(f"  vs {peer:<5} run+delete {base[0]/table[peer][0]:.2f}   create+start+delete {base[1]/table[peer][1]:.2f}")
-    strict = table["sandboy+strict"]
-    print(f"strict policy overhead (sandboy+strict - sandboy): run+delete {strict[0]-base[0]:+.1f} ms,"
-          f" create+start+delete {strict[1]-base[1]:+.1f} ms")
+    # The overhead as the median of per-iteration differences: plain and
+    # strict run in the same shuffled round, so machine noise mostly cancels.
+    def paired(key):
+        a, b = samples["sandboy+strict"], samples["sandboy"]
+        if key == "csd":
+            xs = [sum(t) for t in zip(a["create"], a["start"], a["delete"])]
+            ys = [sum(t) for t in zip(b["create"], b["start"], b["delete"])]
+        else:
+            xs, ys = a[key], b[key]
+        return med([x - y for x, y in zip(xs, ys)])
+    print(f"strict policy overhead (sandboy+strict - sandboy, median of paired differences):"
+          f" run+delete {paired('run'):+.1f} ms, create+start+delete {paired('csd'):+.1f} ms")
     for name, err in failures.items():
         print(f"FAILED runs for {name}: {err}")
     for r in roots.values():
