@@ -29,15 +29,25 @@ const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 /// at once if it already does, otherwise re-exec (this only returns on
 /// failure). `empty_dir` is where the empty overlay layer may be created.
 pub fn ensure(empty_dir: &Path) -> Result<(), String> {
+    // Set for the re-exec only: should the overlay copy not look protected
+    // after all, fall back to the memfd instead of re-executing forever.
+    let attempted = std::env::var_os(REEXEC_MARK).is_some();
+    if attempted {
+        std::env::remove_var(REEXEC_MARK);
+    }
     if running_protected() {
         return Ok(());
     }
-    if let Ok(exe) = overlay_exe(empty_dir) {
-        // Only returns if the exec failed; then the memfd copy is tried.
-        let _ = exec_fd(&exe);
+    if !attempted {
+        if let Ok(exe) = overlay_exe(empty_dir) {
+            // Only returns if the exec failed; then the memfd copy is tried.
+            let _ = exec_fd(&exe);
+        }
     }
     pentacle::ensure_sealed().map_err(|e| e.to_string())
 }
+
+const REEXEC_MARK: &str = "_SANDBOY_OVERLAY_REEXEC";
 
 /// Running from the read-only overlay, or from a sealed memfd.
 fn running_protected() -> bool {
@@ -142,6 +152,7 @@ fn exec_fd(fd: &OwnedFd) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let env: Vec<CString> = std::env::vars_os()
         .map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .chain(std::iter::once(CString::new(format!("{REEXEC_MARK}=1"))))
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     let argv: Vec<*const libc::c_char> = args
