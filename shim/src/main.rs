@@ -109,11 +109,8 @@ fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
         Command::Spec(a) => spec::run(a),
         Command::Checkpoint(a) | Command::Restore(a) => {
             // runc validates its flags before it reaches CRIU; so do we.
-            let parent = a.args.iter().skip_while(|x| *x != "--parent-path").nth(1);
-            if parent.is_some_and(|p| p.starts_with('/')) {
-                return Err(Failure::usage(
-                    "--parent-path must be relative to the image directory (CRIU links pre-dumps with it)",
-                ));
+            if let Some(e) = criu_flag_error(&a.args) {
+                return Err(e);
             }
             Err(Failure::runtime(
                 "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
@@ -121,6 +118,36 @@ fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
         }
         Command::Wrap(a) => wrap::run(&rt()?, a),
     }
+}
+
+/// runc's checks of `--parent-path`: relative to `--image-path` (default
+/// `checkpoint`), and existing.
+fn criu_flag_error(args: &[String]) -> Option<Failure> {
+    // `--flag VALUE` or `--flag=VALUE`.
+    let value = |flag: &str| -> Option<String> {
+        args.iter().enumerate().find_map(|(i, a)| {
+            if a == flag {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(flag)?.strip_prefix('=').map(String::from)
+            }
+        })
+    };
+    let parent = value("--parent-path")?;
+    if parent.starts_with('/') {
+        return Some(Failure::usage(
+            "--parent-path must be relative to the image directory (CRIU links pre-dumps with it)",
+        ));
+    }
+    let image = value("--image-path").unwrap_or_else(|| "checkpoint".into());
+    let full = std::path::Path::new(&image).join(&parent);
+    if !full.is_dir() {
+        return Some(Failure::usage(format!(
+            "invalid --parent-path: {}: no such directory",
+            full.display()
+        )));
+    }
+    None
 }
 
 fn print_version() {

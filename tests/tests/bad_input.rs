@@ -196,6 +196,18 @@ fn bad_flags_and_ids_are_usage_errors() {
         2,
         &["--parent-path must be relative"],
     );
+    expect(
+        &rt.run(&[
+            "checkpoint",
+            "--image-path",
+            "/nonexistent-images",
+            "--parent-path",
+            "./parent",
+            "x",
+        ]),
+        2,
+        &["invalid --parent-path"],
+    );
 }
 
 #[test]
