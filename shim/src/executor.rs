@@ -34,6 +34,11 @@ pub struct SandboyExecutor {
     /// confinement without no_new_privs (see `privilege`); dropped right
     /// after it, before the payload.
     held: Vec<Capability>,
+    /// Where a seccomp user-notification listener goes (`listenerPath`).
+    notify: Option<crate::seccomp_notify::Target>,
+    /// Confinement already applied in `validate` (notify profiles: the agent
+    /// expects the listener during `create`, as runc sends it).
+    applied: std::cell::Cell<bool>,
 }
 
 impl SandboyExecutor {
@@ -45,7 +50,15 @@ impl SandboyExecutor {
             inherited_seccomp: None,
             prepared: RefCell::new(None),
             held: Vec::new(),
+            notify: None,
+            applied: std::cell::Cell::new(false),
         }
+    }
+
+    /// Where to send a seccomp user-notification listener.
+    pub fn with_notify(mut self, notify: Option<crate::seccomp_notify::Target>) -> Self {
+        self.notify = notify;
+        self
     }
 
     /// Capabilities to drop once the confinement is installed.
@@ -105,27 +118,35 @@ impl Executor for SandboyExecutor {
         let confinement = self.prepare(spec).map_err(|e| {
             ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
         })?;
+        if confinement.has_notify() {
+            // The agent expects the listener during create (runc installs
+            // the filter there too): confine now, in the same order.
+            self.confine(confinement, spec)
+                .map_err(ExecutorValidationError::ArgValidationError)?;
+            self.applied.set(true);
+            return Ok(());
+        }
         *self.prepared.borrow_mut() = Some(confinement);
         Ok(())
     }
 
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
-        // validate always ran first in this process; preparing again keeps
-        // exec fail-closed should that ever change.
-        let confinement = match self.prepared.borrow_mut().take() {
-            Some(c) => c,
-            None => self
-                .prepare(spec)
-                .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
-        };
         reset_signals()?;
-        if let Err(e) = confinement.apply() {
-            tracing::warn!(error = %e, "confinement could not be applied; not starting the payload");
-            return Err(ExecutorError::Other(format!("confinement: {e}")));
-        }
-        if let Err(e) = crate::privilege::release(spec, &self.held) {
-            tracing::warn!(id = %self.id, error = %e, "not starting the payload");
-            return Err(ExecutorError::Other(e));
+        if self.applied.get() {
+            // Confined in validate; fds opened since must not leak either.
+            sandboy_confine::fds::mark_cloexec(self.preserve_fds)
+                .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?;
+        } else {
+            // validate always ran first in this process; preparing again
+            // keeps exec fail-closed should that ever change.
+            let confinement = match self.prepared.borrow_mut().take() {
+                Some(c) => c,
+                None => self
+                    .prepare(spec)
+                    .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
+            };
+            self.confine(confinement, spec)
+                .map_err(ExecutorError::Other)?;
         }
         match self.wasm.borrow_mut().take() {
             Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),
@@ -135,6 +156,28 @@ impl Executor for SandboyExecutor {
 }
 
 impl SandboyExecutor {
+    /// Landlock, seccomp (sending a notification listener to the agent),
+    /// then dropping the capabilities held for it. On error nothing may run.
+    fn confine(&self, confinement: Confinement, spec: &Spec) -> Result<(), String> {
+        let listener = confinement.apply().map_err(|e| {
+            tracing::warn!(id = %self.id, error = %e, "confinement could not be applied; not starting the payload");
+            format!("confinement: {e}")
+        })?;
+        if let Some(listener) = listener {
+            let target = self
+                .notify
+                .as_ref()
+                .ok_or("confinement: a seccomp listener but no listenerPath connection")?;
+            target
+                .send(listener)
+                .map_err(|e| format!("confinement: {e}"))?;
+        }
+        crate::privilege::release(spec, &self.held).map_err(|e| {
+            tracing::warn!(id = %self.id, error = %e, "not starting the payload");
+            e
+        })
+    }
+
     /// Run the wasm payload; its exit status becomes the container's.
     fn run_wasm(&self, prepared: &Prepared, spec: &Spec) -> i32 {
         let process = spec.process().as_ref();

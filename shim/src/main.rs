@@ -19,6 +19,7 @@ mod output;
 mod poststop;
 mod privilege;
 mod sealed_exe;
+mod seccomp_notify;
 mod timeout;
 mod wrap;
 

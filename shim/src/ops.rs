@@ -101,11 +101,23 @@ impl Runtime {
             }
         };
 
+        let notify = match crate::seccomp_notify::Channel::open(&bundle.spec) {
+            Ok(n) => n,
+            Err(e) => {
+                self.remove_leftovers(id);
+                return Err(e);
+            }
+        };
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)
                     .with_wasm(wasm)
-                    .with_held(held),
+                    .with_held(held)
+                    .with_notify(
+                        notify
+                            .as_ref()
+                            .map(|n| n.target(id, &bundle.dir, &bundle.spec)),
+                    ),
             )
             .with_root_path(&self.root)
             .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))

@@ -579,6 +579,86 @@ fn held_capabilities_that_cannot_be_dropped_stop_the_start() {
     assert!(cgroups_named(&id).is_empty(), "cgroup left behind");
 }
 
+/// A seccomp agent: accepts one connection on argv[1], receives the
+/// ContainerProcessState and the SCM_RIGHTS fd, prints what it got, closes.
+const SECCOMP_AGENT: &str = r#"
+import array, json, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+msg, anc, _, _ = c.recvmsg(65536, socket.CMSG_LEN(4))
+fds = array.array("i")
+for level, kind, data in anc:
+    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        fds.frombytes(data[:4])
+st = json.loads(msg)
+print(json.dumps({"pid": st["pid"], "state_pid": st["state"]["pid"], "id": st["state"]["id"],
+                  "metadata": st.get("metadata"), "fds": st["fds"],
+                  "fd": os.readlink(f"/proc/self/fd/{fds[0]}") if len(fds) == 1 else None}), flush=True)
+"#;
+
+/// SCMP_ACT_NOTIFY with a listenerPath: during `create` the agent gets the
+/// listener fd and the container's state (pid as `state` reports it, id,
+/// metadata); once it closes the fd the notified syscall fails with ENOSYS.
+#[test]
+fn seccomp_notify_listener_reaches_the_agent() {
+    let t = "seccomp_notify_listener_reaches_the_agent";
+    if !need_root(t) || !need_tool(t, "python3") {
+        return;
+    }
+    for rt in runtimes(t) {
+        let b = Bundle::busybox(&["sh", "-c", "(mkdir /tmp/x 2>&1; echo done) > /out/result"]);
+        let sock = b.path().join("agent.sock");
+        let outdir = b.path().join("out");
+        fs::create_dir(&outdir).unwrap();
+        fs::create_dir_all(b.rootfs().join("out")).unwrap();
+        b.edit(|c| {
+            c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+                "destination": "/out", "type": "bind", "source": outdir, "options": ["rbind", "rw"]
+            }));
+            c["process"]["noNewPrivileges"] = false.into();
+            c["linux"]["seccomp"] = serde_json::json!({
+                "defaultAction": "SCMP_ACT_ALLOW",
+                "architectures": ["SCMP_ARCH_X86_64"],
+                "listenerPath": sock,
+                "listenerMetadata": "agent-metadata",
+                "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_NOTIFY"}]
+            });
+        });
+        let mut agent = Command::new("python3")
+            .args(["-c", SECCOMP_AGENT])
+            .arg(&sock)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(agent.stdout.take().unwrap()));
+        assert_eq!(lines.next().unwrap().unwrap(), "listening");
+        let id = unique_id("notify");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 0);
+        let got: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let _ = agent.wait();
+        let pid = rt.state(&id)["pid"].clone();
+        assert_eq!(got["pid"], pid, "{}: {got}", rt.name);
+        assert_eq!(got["state_pid"], pid, "{}: {got}", rt.name);
+        assert_eq!(got["id"], id.as_str(), "{}", rt.name);
+        assert_eq!(got["metadata"], "agent-metadata", "{}", rt.name);
+        assert_eq!(got["fds"], serde_json::json!(["seccompFd"]), "{}", rt.name);
+        assert_eq!(got["fd"], "anon_inode:seccomp notify", "{}", rt.name);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.wait_status(&id, "stopped");
+        let text = fs::read_to_string(outdir.join("result")).unwrap_or_default();
+        assert!(
+            text.contains("Function not implemented") && text.contains("done"),
+            "{}: {text}",
+            rt.name
+        );
+    }
+}
+
 #[test]
 fn preserve_fds_passes_exactly_the_listed_fds() {
     if !need_root("preserve_fds_passes_exactly_the_listed_fds") {

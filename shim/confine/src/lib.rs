@@ -102,17 +102,23 @@ impl Confinement {
         self.seccomp.is_some()
     }
 
+    /// Whether the seccomp profile has user-notification rules.
+    pub fn has_notify(&self) -> bool {
+        self.seccomp.as_ref().is_some_and(|s| s.has_notify())
+    }
+
     /// Applies it to the calling process: fd sweep, Landlock, seccomp. Call
-    /// right before `execve`; on error the caller must not exec.
-    pub fn apply(self) -> Result<(), ConfineError> {
+    /// right before `execve`; on error the caller must not exec. Returns the
+    /// seccomp user-notification listener, if the profile has one.
+    pub fn apply(self) -> Result<Option<std::os::fd::OwnedFd>, ConfineError> {
         fds::mark_cloexec(self.preserve_fds)?;
         if let Some(ll) = &self.landlock {
             ll.restrict_self()?;
         }
-        if let Some(sc) = &self.seccomp {
-            sc.install()?;
+        match &self.seccomp {
+            Some(sc) => sc.install(),
+            None => Ok(None),
         }
-        Ok(())
     }
 }
 

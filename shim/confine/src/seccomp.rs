@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use oci_spec::runtime::{
     Arch as OciArch, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompFilterFlag, LinuxSeccompOperator,
@@ -50,6 +51,9 @@ const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
 pub struct CompiledSeccomp {
     filters: Vec<BpfProgram>,
     flags: libc::c_ulong,
+    /// The filter holding SCMP_ACT_NOTIFY verdicts: installed with a new
+    /// listener, whose fd goes to the spec's `listenerPath`.
+    notify_filter: Option<usize>,
 }
 
 impl CompiledSeccomp {
@@ -63,11 +67,26 @@ impl CompiledSeccomp {
         self.flags
     }
 
+    /// Whether the profile has SCMP_ACT_NOTIFY rules (so `install` returns
+    /// a listener).
+    pub fn has_notify(&self) -> bool {
+        self.notify_filter.is_some()
+    }
+
     /// Installs every filter on the calling thread (all threads with TSYNC).
     /// Needs `no_new_privs` or `CAP_SYS_ADMIN`; does not set `no_new_privs`
-    /// itself (that is the spec's `process.noNewPrivileges`).
-    pub fn install(&self) -> Result<(), ConfineError> {
+    /// itself (that is the spec's `process.noNewPrivileges`). Returns the
+    /// user-notification listener when the profile has SCMP_ACT_NOTIFY rules.
+    pub fn install(&self) -> Result<Option<OwnedFd>, ConfineError> {
+        let mut listener = None;
         for (i, prog) in self.filters.iter().enumerate() {
+            let mut flags = self.flags;
+            if self.notify_filter == Some(i) {
+                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
+                if flags & libc::SECCOMP_FILTER_FLAG_TSYNC != 0 {
+                    flags |= SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+                }
+            }
             let fprog = libc::sock_fprog {
                 len: prog.len() as libc::c_ushort,
                 // seccompiler's sock_filter is a repr(C) copy of the kernel's
@@ -80,7 +99,7 @@ impl CompiledSeccomp {
                 libc::syscall(
                     libc::SYS_seccomp,
                     libc::SECCOMP_SET_MODE_FILTER,
-                    self.flags,
+                    flags,
                     &fprog as *const libc::sock_fprog,
                 )
             };
@@ -94,14 +113,18 @@ impl CompiledSeccomp {
                     err,
                 ));
             }
-            if rc > 0 {
+            if self.notify_filter == Some(i) {
+                // SAFETY: with NEW_LISTENER a successful call returns a new
+                // fd that nothing else owns.
+                listener = Some(unsafe { OwnedFd::from_raw_fd(rc as RawFd) });
+            } else if rc > 0 {
                 return Err(ConfineError::kernel(
                     format!("seccomp TSYNC: thread {rc} could not be synchronised"),
                     io::Error::from_raw_os_error(libc::ESRCH),
                 ));
             }
         }
-        Ok(())
+        Ok(listener)
     }
 }
 
@@ -136,15 +159,38 @@ fn action(
         LinuxSeccompAction::ScmpActKillProcess => SeccompAction::KillProcess,
         LinuxSeccompAction::ScmpActTrap => SeccompAction::Trap,
         LinuxSeccompAction::ScmpActLog => SeccompAction::Log,
-        LinuxSeccompAction::ScmpActTrace => SeccompAction::Trace(errno_ret.unwrap_or(0)),
-        LinuxSeccompAction::ScmpActNotify => {
+        LinuxSeccompAction::ScmpActTrace if errno_ret == Some(NOTIFY_MARK) => {
             return Err(ConfineError::seccomp(
                 location,
-                "SCMP_ACT_NOTIFY (seccomp user notification) is not supported by sandboy",
-                "use SCMP_ACT_ERRNO, SCMP_ACT_KILL_PROCESS or SCMP_ACT_LOG instead",
+                format!("SCMP_ACT_TRACE with errnoRet {NOTIFY_MARK} is reserved by sandboy"),
+                "use another errnoRet",
             ))
         }
+        LinuxSeccompAction::ScmpActTrace => SeccompAction::Trace(errno_ret.unwrap_or(0)),
+        // seccompiler has no user-notification action: a marked TRACE stands
+        // in for it and is rewritten to SECCOMP_RET_USER_NOTIF after codegen.
+        LinuxSeccompAction::ScmpActNotify => SeccompAction::Trace(NOTIFY_MARK),
     })
+}
+
+/// The TRACE data that marks a user-notification verdict in generated BPF.
+const NOTIFY_MARK: u32 = 0xfff7;
+const SECCOMP_RET_TRACE: u32 = 0x7ff0_0000;
+const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
+const SECCOMP_FILTER_FLAG_NEW_LISTENER: libc::c_ulong = 1 << 3;
+const SECCOMP_FILTER_FLAG_TSYNC_ESRCH: libc::c_ulong = 1 << 4;
+const BPF_RET_K: u16 = 0x06;
+
+/// Rewrite the marked TRACE returns of `prog` into USER_NOTIF; true if any.
+fn mark_notify(prog: &mut BpfProgram) -> bool {
+    let mut any = false;
+    for insn in prog.iter_mut() {
+        if insn.code == BPF_RET_K && insn.k == SECCOMP_RET_TRACE | NOTIFY_MARK {
+            insn.k = SECCOMP_RET_USER_NOTIF;
+            any = true;
+        }
+    }
+    any
 }
 
 fn flags(seccomp: &LinuxSeccomp) -> Result<libc::c_ulong, ConfineError> {
@@ -248,11 +294,23 @@ pub fn compile(seccomp: &LinuxSeccomp) -> Result<CompiledSeccomp, ConfineError> 
 
 /// Compiles a profile for `arch` (tests compile for the non-native one too).
 pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp, ConfineError> {
-    if seccomp.listener_path().is_some() || seccomp.listener_metadata().is_some() {
+    let notifies = seccomp
+        .syscalls()
+        .iter()
+        .flatten()
+        .any(|sc| sc.action() == LinuxSeccompAction::ScmpActNotify);
+    if seccomp.default_action() == LinuxSeccompAction::ScmpActNotify {
+        return Err(ConfineError::seccomp(
+            ".defaultAction",
+            "SCMP_ACT_NOTIFY cannot be the default action (every syscall, the runtime's own included, would wait for the agent)",
+            "list the syscalls to notify in syscalls[] instead",
+        ));
+    }
+    if notifies && seccomp.listener_path().is_none() {
         return Err(ConfineError::seccomp(
             ".listenerPath",
-            "seccomp user notification (listenerPath/listenerMetadata) is not supported by sandboy",
-            "remove listenerPath and listenerMetadata",
+            "SCMP_ACT_NOTIFY rules need a listenerPath to send the notification fd to",
+            "set linux.seccomp.listenerPath to the agent's unix socket",
         ));
     }
     if let Some(archs) = seccomp.architectures() {
@@ -399,7 +457,24 @@ pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp
         }
         filters.push(last);
     }
-    Ok(CompiledSeccomp { filters, flags })
+    let mut marked = filters
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, f)| mark_notify(f).then_some(i));
+    let notify_filter = marked.next();
+    if marked.next().is_some() {
+        // Only one filter per process may have a listener.
+        return Err(ConfineError::seccomp(
+            ".syscalls",
+            "SCMP_ACT_NOTIFY on `seccomp` itself is not supported by sandboy",
+            "notify other syscalls",
+        ));
+    }
+    Ok(CompiledSeccomp {
+        filters,
+        flags,
+        notify_filter,
+    })
 }
 
 fn audit_arch(arch: Arch) -> u32 {
@@ -537,16 +612,36 @@ mod tests {
     }
 
     #[test]
+    fn notify_rules_become_user_notif_in_one_filter() {
+        let c = compile_for(
+            &profile(
+                r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/a.sock","syscalls":[{"names":["getcwd"],"action":"SCMP_ACT_NOTIFY"}]}"#,
+            ),
+            Arch::X86_64,
+        )
+        .unwrap();
+        assert!(c.has_notify());
+        let rets = |k: u32| {
+            c.filters()
+                .iter()
+                .flatten()
+                .filter(|i| i.code == BPF_RET_K && i.k == k)
+                .count()
+        };
+        assert!(rets(SECCOMP_RET_USER_NOTIF) >= 1);
+        assert_eq!(rets(SECCOMP_RET_TRACE | NOTIFY_MARK), 0);
+    }
+
+    #[test]
     fn unsupported_things_are_errors() {
         let cases = [
             (
                 r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["ptrace"],"action":"SCMP_ACT_NOTIFY"}]}"#,
-                ".syscalls[0]",
-            ),
-            (r#"{"defaultAction":"SCMP_ACT_NOTIFY"}"#, ".defaultAction"),
-            (
-                r#"{"defaultAction":"SCMP_ACT_ALLOW","listenerPath":"/run/seccomp.sock"}"#,
                 ".listenerPath",
+            ),
+            (
+                r#"{"defaultAction":"SCMP_ACT_NOTIFY","listenerPath":"/run/a.sock"}"#,
+                ".defaultAction",
             ),
             (
                 r#"{"defaultAction":"SCMP_ACT_ALLOW","flags":["SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"]}"#,

@@ -81,7 +81,7 @@ fn err_of(rc: i64) -> i32 {
 /// Child helper: applies the confinement, 90+ on failure to apply.
 fn apply(spec: &Spec, preserve_fds: u32) -> Result<(), i32> {
     let c = Confinement::prepare(spec, preserve_fds).map_err(|_| 90)?;
-    c.apply().map_err(|_| 91)
+    c.apply().map(drop).map_err(|_| 91)
 }
 
 fn create_file(path: &Path) -> i32 {

@@ -74,10 +74,17 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
     } else {
         args.additional_gids
     };
+    let notify = crate::seccomp_notify::Channel::open(&init_spec)?;
+    let bundle = crate::ops::bundle_of(&c);
     let pid = ContainerBuilder::new(args.container_id.clone(), SyscallType::default())
         .with_executor(
             SandboyExecutor::for_tenant(&args.container_id, args.preserve_fds, &init_spec)
-                .with_held(held),
+                .with_held(held)
+                .with_notify(
+                    notify
+                        .as_ref()
+                        .map(|n| n.target(&args.container_id, &bundle, &init_spec)),
+                ),
         )
         .with_root_path(&rt.root)?
         .with_console_socket(args.console_socket.as_ref())
