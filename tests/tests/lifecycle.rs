@@ -3,6 +3,7 @@
 //! cgroup files) is the same.
 
 use std::fs;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
@@ -855,6 +856,61 @@ fn runtime_binary_is_sealed_during_create() {
                 || l.contains("Operation not permitted")),
         "write to /proc/<runtime>/exe was not refused: {out}"
     );
+}
+
+/// Mount destinations are resolved inside the rootfs: a symlink in the
+/// image pointing at a host path (absolute, or climbing out with `..`) must
+/// land the mount under the rootfs, never on the host.
+#[test]
+fn mount_destination_symlinks_stay_inside_the_rootfs() {
+    let t = "mount_destination_symlinks_stay_inside_the_rootfs";
+    if !need_root(t) {
+        return;
+    }
+    for rt in runtimes(t) {
+        // Not under /tmp: the container mounts its own tmpfs there, which
+        // would hide the in-rootfs copy of the path.
+        let host = TempDir(Path::new("/var/tmp").join(unique_id("sandboy-host-target")));
+        fs::create_dir_all(host.path()).unwrap();
+        let b = Bundle::busybox(&[
+            "sh",
+            "-c",
+            "test -d /abs/inner && test -d /rel/inner && echo inside",
+        ]);
+        // The same path exists inside the rootfs, where it must resolve.
+        let inside = b.rootfs().join(host.path().strip_prefix("/").unwrap());
+        fs::create_dir_all(&inside).unwrap();
+        std::os::unix::fs::symlink(host.path(), b.rootfs().join("abs")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../../../../../..".to_owned() + host.path().to_str().unwrap(),
+            b.rootfs().join("rel"),
+        )
+        .unwrap();
+        b.edit(|c| {
+            let mounts = c["mounts"].as_array_mut().unwrap();
+            for dest in ["/abs/inner", "/rel/inner"] {
+                mounts.push(
+                    serde_json::json!({"destination": dest, "type": "tmpfs", "source": "tmpfs"}),
+                );
+            }
+        });
+        let id = unique_id("symmnt");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+        assert!(
+            !host.path().join("inner").exists(),
+            "{}: a mount point was created on the host through a symlink",
+            rt.name
+        );
+        assert!(
+            mounts_mentioning(host.path().to_str().unwrap()).is_empty(),
+            "{}: something was mounted on the host path",
+            rt.name
+        );
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "inside\n", "{}", rt.name);
+        assert!(inside.join("inner").is_dir(), "{}", rt.name);
+    }
 }
 
 #[test]
