@@ -308,7 +308,7 @@ fn update_memory_and_pids_visible_in_cgroup() {
     for rt in runtimes("update_memory_and_pids_visible_in_cgroup") {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("upd");
-        let cg = format!("/sandboy-test/{id}");
+        let cg = format!("/{id}");
         b.edit(|c| c["linux"]["cgroupsPath"] = cg.clone().into());
         let _g = rt.guard(&id);
         assert_exit(
@@ -440,7 +440,7 @@ fn disable_oom_killer_reaches_the_memory_cgroup() {
     for rt in runtimes("disable_oom_killer_reaches_the_memory_cgroup") {
         let b = Bundle::busybox(&["true"]);
         let id = unique_id("nooom");
-        let cg = format!("/sandboy-test/{id}");
+        let cg = format!("/{id}");
         b.edit(|c| {
             c["linux"]["cgroupsPath"] = cg.clone().into();
             c["linux"]["resources"]["memory"] =
