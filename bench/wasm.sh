@@ -6,7 +6,7 @@
 set -euo pipefail
 sandboy=${1:?usage: wasm.sh SANDBOY_BIN}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-n=${BENCH_N:-15}
+n=${BENCH_N:-30}
 work=$(mktemp -d /tmp/sandboy-wbench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export SANDBOY_SPEC_GEN=${SANDBOY_SPEC_GEN:-$(dirname "$sandboy")/sandboy-spec-gen}
