@@ -15,6 +15,9 @@ use crate::error::{Failure, Result};
 pub struct Bundle {
     pub dir: PathBuf,
     pub spec: Spec,
+    /// `linux.seccomp`, compiled while checking the bundle; handed to the
+    /// container's init so it is not compiled a second time there.
+    pub seccomp: Option<sandboy_confine::CompiledSeccomp>,
 }
 
 impl Bundle {
@@ -41,8 +44,8 @@ impl Bundle {
                 strip_location(&e.to_string())
             ))
         })?;
-        check(&spec, &dir, &path)?;
-        Ok(Self { dir, spec })
+        let seccomp = check(&spec, &dir, &path)?;
+        Ok(Self { dir, spec, seccomp })
     }
 }
 
@@ -51,7 +54,7 @@ fn strip_location(msg: &str) -> &str {
 }
 
 /// Checks libcontainer would only notice after forking, or not at all.
-fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
+fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<Option<sandboy_confine::CompiledSeccomp>> {
     let at = path.display();
     if !spec.version().starts_with("1.") {
         return Err(Failure::config(format!(
@@ -99,11 +102,14 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<()> {
             Failure::config(format!("{at}: annotation {}: {e}", annotations::LANDLOCK))
         })?;
     }
-    if let Some(profile) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) {
-        sandboy_confine::seccomp::compile(profile)
-            .map_err(|e| Failure::config(format!("{at}: linux.seccomp: {e}")))?;
-    }
-    Ok(())
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.seccomp().as_ref())
+        .map(|profile| {
+            sandboy_confine::seccomp::compile(profile)
+                .map_err(|e| Failure::config(format!("{at}: linux.seccomp: {e}")))
+        })
+        .transpose()
 }
 
 /// `dev.sandboy.timeout`, parsed (at create to refuse a bad one, and again

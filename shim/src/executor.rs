@@ -29,16 +29,27 @@ pub struct SandboyExecutor {
     /// a tenant's spec with a fresh `linux` section that drops it, and an
     /// exec'd process must be exactly as confined as the init.
     inherited_seccomp: Option<LinuxSeccomp>,
-    prepared: RefCell<Option<Confinement>>,
+    /// The spec's `linux.seccomp`, compiled by the runtime while checking
+    /// the bundle (not compiled again in the init).
+    seccomp: Option<sandboy_confine::CompiledSeccomp>,
+    stage: RefCell<Stage>,
     /// Capabilities sandboy added to the spec's sets only to install the
     /// confinement without no_new_privs (see `privilege`); dropped right
     /// after it, before the payload.
     held: Vec<Capability>,
     /// Where a seccomp user-notification listener goes (`listenerPath`).
     notify: Option<crate::seccomp_notify::Target>,
-    /// Confinement already applied in `validate` (notify profiles: the agent
-    /// expects the listener during `create`, as runc sends it).
-    applied: std::cell::Cell<bool>,
+}
+
+/// Where the confinement stands between `validate` and `exec`.
+#[derive(Clone, Default)]
+enum Stage {
+    #[default]
+    Unprepared,
+    Prepared(Confinement),
+    /// Already applied in `validate` (notify profiles: the agent expects
+    /// the listener during `create`, as runc sends it).
+    Applied,
 }
 
 impl SandboyExecutor {
@@ -48,16 +59,22 @@ impl SandboyExecutor {
             preserve_fds: preserve_fds.max(0) as u32,
             wasm: RefCell::new(None),
             inherited_seccomp: None,
-            prepared: RefCell::new(None),
+            seccomp: None,
+            stage: RefCell::new(Stage::Unprepared),
             held: Vec::new(),
             notify: None,
-            applied: std::cell::Cell::new(false),
         }
     }
 
     /// Where to send a seccomp user-notification listener.
     pub fn with_notify(mut self, notify: Option<crate::seccomp_notify::Target>) -> Self {
         self.notify = notify;
+        self
+    }
+
+    /// The spec's seccomp profile, already compiled.
+    pub fn with_seccomp(mut self, seccomp: Option<sandboy_confine::CompiledSeccomp>) -> Self {
+        self.seccomp = seccomp;
         self
     }
 
@@ -89,7 +106,13 @@ impl SandboyExecutor {
                 spec.set_linux(Some(linux));
                 Confinement::prepare(&spec, self.preserve_fds)
             }
-            _ => Confinement::prepare(spec, self.preserve_fds),
+            (_, linux) => {
+                let compiled = self
+                    .seccomp
+                    .clone()
+                    .filter(|_| linux.is_some_and(|l| l.seccomp().is_some()));
+                Confinement::prepare_with(spec, self.preserve_fds, compiled)
+            }
         }
     }
 }
@@ -123,30 +146,31 @@ impl Executor for SandboyExecutor {
             // the filter there too): confine now, in the same order.
             self.confine(confinement, spec)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
-            self.applied.set(true);
+            *self.stage.borrow_mut() = Stage::Applied;
             return Ok(());
         }
-        *self.prepared.borrow_mut() = Some(confinement);
+        *self.stage.borrow_mut() = Stage::Prepared(confinement);
         Ok(())
     }
 
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
         reset_signals()?;
-        if self.applied.get() {
+        let stage = self.stage.take();
+        let confinement = match stage {
             // Confined in validate; fds opened since must not leak either.
-            sandboy_confine::fds::mark_cloexec(self.preserve_fds)
-                .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?;
-        } else {
+            Stage::Applied => None,
+            Stage::Prepared(c) => Some(c),
             // validate always ran first in this process; preparing again
             // keeps exec fail-closed should that ever change.
-            let confinement = match self.prepared.borrow_mut().take() {
-                Some(c) => c,
-                None => self
-                    .prepare(spec)
+            Stage::Unprepared => Some(
+                self.prepare(spec)
                     .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
-            };
-            self.confine(confinement, spec)
-                .map_err(ExecutorError::Other)?;
+            ),
+        };
+        match confinement {
+            Some(c) => self.confine(c, spec).map_err(ExecutorError::Other)?,
+            None => sandboy_confine::fds::mark_cloexec(self.preserve_fds)
+                .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
         }
         match self.wasm.borrow_mut().take() {
             Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),

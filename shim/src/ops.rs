@@ -112,6 +112,7 @@ impl Runtime {
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)
                     .with_wasm(wasm)
+                    .with_seccomp(bundle.seccomp.clone())
                     .with_held(held)
                     .with_notify(
                         notify

@@ -15,7 +15,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-use oci_spec::runtime::{LinuxSeccompAction, Spec};
+use oci_spec::runtime::Spec;
 
 use crate::error::{Failure, Result};
 
@@ -44,11 +44,7 @@ impl Channel {
         let Some(seccomp) = spec.linux().as_ref().and_then(|l| l.seccomp().as_ref()) else {
             return Ok(None);
         };
-        let notifies = seccomp
-            .syscalls()
-            .iter()
-            .flatten()
-            .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
+        let notifies = sandboy_confine::seccomp::notifies(seccomp);
         let Some(path) = seccomp.listener_path().as_ref().filter(|_| notifies) else {
             return Ok(None);
         };

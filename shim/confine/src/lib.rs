@@ -48,18 +48,31 @@ impl Confinement {
     /// Prepares the confinement a spec asks for (see the crate docs for
     /// when to call it). `preserve_fds` is `--preserve-fds`.
     pub fn prepare(spec: &Spec, preserve_fds: u32) -> Result<Self, ConfineError> {
+        Self::prepare_with(spec, preserve_fds, None)
+    }
+
+    /// [`Confinement::prepare`] with the spec's `linux.seccomp` already
+    /// compiled (by the runtime, before the container existed).
+    pub fn prepare_with(
+        spec: &Spec,
+        preserve_fds: u32,
+        seccomp: Option<CompiledSeccomp>,
+    ) -> Result<Self, ConfineError> {
         let ruleset = spec
             .annotations()
             .as_ref()
             .and_then(|a| a.get(annotations::LANDLOCK))
             .map(|v| landlock::decode(v))
             .transpose()?;
-        let seccomp = spec
-            .linux()
-            .as_ref()
-            .and_then(|l| l.seccomp().as_ref())
-            .map(seccomp::compile)
-            .transpose()?;
+        let seccomp = match seccomp {
+            Some(compiled) => Some(compiled),
+            None => spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.seccomp().as_ref())
+                .map(seccomp::compile)
+                .transpose()?,
+        };
         let landlock = match &ruleset {
             Some(rs) => landlock::prepare(rs)?,
             None => None,

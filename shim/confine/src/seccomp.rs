@@ -292,13 +292,18 @@ pub fn compile(seccomp: &LinuxSeccomp) -> Result<CompiledSeccomp, ConfineError> 
     compile_for(seccomp, arch)
 }
 
-/// Compiles a profile for `arch` (tests compile for the non-native one too).
-pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp, ConfineError> {
-    let notifies = seccomp
+/// Whether the profile has SCMP_ACT_NOTIFY rules (which need an agent at
+/// `listenerPath`).
+pub fn notifies(seccomp: &LinuxSeccomp) -> bool {
+    seccomp
         .syscalls()
         .iter()
         .flatten()
-        .any(|sc| sc.action() == LinuxSeccompAction::ScmpActNotify);
+        .any(|sc| sc.action() == LinuxSeccompAction::ScmpActNotify)
+}
+
+/// Compiles a profile for `arch` (tests compile for the non-native one too).
+pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp, ConfineError> {
     if seccomp.default_action() == LinuxSeccompAction::ScmpActNotify {
         return Err(ConfineError::seccomp(
             ".defaultAction",
@@ -306,7 +311,7 @@ pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp
             "list the syscalls to notify in syscalls[] instead",
         ));
     }
-    if notifies && seccomp.listener_path().is_none() {
+    if notifies(seccomp) && seccomp.listener_path().is_none() {
         return Err(ConfineError::seccomp(
             ".listenerPath",
             "SCMP_ACT_NOTIFY rules need a listenerPath to send the notification fd to",
