@@ -538,3 +538,15 @@ impl PolicyBundle {
         self.scratch.path().join(format!("policies/{name}.toml"))
     }
 }
+
+/// A WASI preview-1 program (WAT) that prints "hello from wasi" and exits 3.
+pub const WASI_HELLO_P1: &str = r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "hello from wasi\n")
+  (func (export "_start")
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 16))
+    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+    (call $proc_exit (i32.const 3))))"#;

@@ -659,18 +659,6 @@ fn invalid_landlock_annotation_is_reported() {
     p.assert_clean();
 }
 
-/// A WASI preview-1 program that prints one line and exits 4.
-const WASI_HELLO: &str = r#"(module
-  (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
-  (import "wasi_snapshot_preview1" "proc_exit" (func $x (param i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "hello from wasm\n")
-  (func (export "_start")
-    (i32.store (i32.const 0) (i32.const 16))
-    (i32.store (i32.const 4) (i32.const 16))
-    (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
-    (call $x (i32.const 4))))"#;
-
 #[test]
 fn wasm_containers_via_annotation() {
     let Some(p) = Podman::setup("podman::wasm_containers_via_annotation") else {
@@ -680,7 +668,7 @@ fn wasm_containers_via_annotation() {
     let rootfs = b.rootfs();
     std::fs::write(
         rootfs.join("hello.wasm"),
-        wat::parse_str(WASI_HELLO).unwrap(),
+        wat::parse_str(WASI_HELLO_P1).unwrap(),
     )
     .unwrap();
     let runtime = format!("--runtime={}", p.runtime.display());
@@ -694,8 +682,8 @@ fn wasm_containers_via_annotation() {
         rootfs.to_str().unwrap(),
         "/hello.wasm",
     ]);
-    p.expect(&o, 4);
-    assert_eq!(text(&o.stdout), "hello from wasm\n");
+    p.expect(&o, 3);
+    assert_eq!(text(&o.stdout), "hello from wasi\n");
 
     // The Infer# adapter component on a report, SARIF on stdout.
     let component = components_dir().join("infersharp.wasm");

@@ -45,16 +45,21 @@ fn wasi_bundle(wat_src: &str, limits: Option<&str>) -> TempDir {
     dir
 }
 
-const HELLO_P1: &str = r#"(module
-  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
-  (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "hello from wasi\n")
-  (func (export "_start")
-    (i32.store (i32.const 0) (i32.const 16))
-    (i32.store (i32.const 4) (i32.const 16))
-    (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
-    (call $proc_exit (i32.const 3))))"#;
+/// `sandboy [FLAGS] --log FILE --log-format json run --bundle BUNDLE ID`:
+/// the run's output and the JSON log it wrote (next to the bundle).
+fn run_logged(
+    rt: &Runtime,
+    bundle: &std::path::Path,
+    id: &str,
+    flags: &[&str],
+) -> (std::process::Output, String) {
+    let log = bundle.with_file_name(format!("{id}.log.json"));
+    let mut args = flags.to_vec();
+    args.extend(["--log", log.to_str().unwrap(), "--log-format", "json"]);
+    args.extend(["run", "--bundle", bundle.to_str().unwrap(), id]);
+    let o = rt.run(&args);
+    (o, fs::read_to_string(&log).unwrap_or_default())
+}
 
 const SPIN_P1: &str = r#"(module
   (import "wasi_snapshot_preview1" "proc_exit" (func $proc_exit (param i32)))
@@ -93,7 +98,7 @@ fn wasi_program_prints_and_exits_with_its_status() {
     if !need_root("wasi_program_prints_and_exits_with_its_status") {
         return;
     }
-    let dir = wasi_bundle(HELLO_P1, None);
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
     let rt = Runtime::sandboy();
     let id = unique_id("wasi");
     let _g = rt.guard(&id);
@@ -184,19 +189,8 @@ fn fuel_exhaustion_stops_the_container_and_is_logged() {
     let rt = Runtime::sandboy();
     let id = unique_id("fuel");
     let _g = rt.guard(&id);
-    let log = dir.path().join("log.json");
-    let o = rt.run(&[
-        "--log",
-        log.to_str().unwrap(),
-        "--log-format",
-        "json",
-        "run",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
+    let (o, log) = run_logged(&rt, &dir.path().join("b"), &id, &[]);
     assert_exit(&o, 137);
-    let log = fs::read_to_string(&log).unwrap_or_default();
     assert!(
         log.lines()
             .any(|l| l.contains("\"warning\"") && l.contains("fuel") && l.contains(&id)),
@@ -210,19 +204,8 @@ fn fuel_exhaustion_stops_the_container_and_is_logged() {
     );
     let id = unique_id("deadline");
     let _g = rt.guard(&id);
-    let log = dir.path().join("log.json");
-    let o = rt.run(&[
-        "--log",
-        log.to_str().unwrap(),
-        "--log-format",
-        "json",
-        "run",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
+    let (o, log) = run_logged(&rt, &dir.path().join("b"), &id, &[]);
     assert_exit(&o, 137);
-    let log = fs::read_to_string(&log).unwrap_or_default();
     assert!(log.contains("deadline"), "{log}");
 }
 
@@ -233,7 +216,7 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     }
     let rt = Runtime::sandboy();
     // Not WebAssembly at all.
-    let dir = wasi_bundle(HELLO_P1, None);
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
     fs::write(
         dir.path().join("b/rootfs/app.wasm"),
         b"#!/bin/sh\necho not wasm\n",
@@ -272,26 +255,14 @@ fn second_start_uses_the_compile_cache() {
     if !need_root("second_start_uses_the_compile_cache") {
         return;
     }
-    let dir = wasi_bundle(HELLO_P1, None);
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
     let rt = Runtime::sandboy();
     let b = dir.path().join("b");
     for (i, want_cached) in [(0, false), (1, true)] {
         let id = unique_id(&format!("cache{i}"));
         let _g = rt.guard(&id);
-        let log = dir.path().join(format!("log{i}"));
-        let o = rt.run(&[
-            "--debug",
-            "--log",
-            log.to_str().unwrap(),
-            "--log-format",
-            "json",
-            "run",
-            "--bundle",
-            b.to_str().unwrap(),
-            &id,
-        ]);
+        let (o, log) = run_logged(&rt, &b, &id, &["--debug"]);
         assert_exit(&o, 3);
-        let log = fs::read_to_string(&log).unwrap();
         let line = log
             .lines()
             .find(|l| l.contains("wasm payload compiled"))

@@ -179,12 +179,12 @@ const SMALL_SARIF: &[u8] =
 #[test]
 fn wat_adapter_happy_path_stamps_provenance() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
+        (SMALL_SARIF, false, ""),
+        Limits::default(),
     );
-    let p = prepare(&wasm, Limits::default()).unwrap();
     assert_eq!(p.kind(), Kind::Adapter);
     write(dir.path(), "in.txt", b"anything");
     let v = run_adapter(&p, &["--tool", "t", "--artifact", "in=in.txt"], dir.path()).unwrap();
@@ -239,15 +239,15 @@ fn adapter_with_an_import_is_refused_before_it_runs() {
 fn adapter_output_past_max_output_refused() {
     let big = vec![b' '; 2 << 20];
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(dir.path(), "big.wasm", &adapter_component(&big, false, ""));
-    let p = prepare(
-        &wasm,
+    let p = prepared_adapter(
+        dir.path(),
+        "big.wasm",
+        (&big, false, ""),
         Limits {
             max_output: 1 << 20,
             ..Limits::default()
         },
-    )
-    .unwrap();
+    );
     let e = run_adapter(&p, &["--tool", "t"], dir.path()).unwrap_err();
     assert!(
         matches!(e, WasmError::OutputTooLarge { size, max } if size == 2 << 20 && max == 1 << 20),
@@ -262,12 +262,12 @@ fn adapter_too_many_results_refused_not_truncated() {
         r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"t"}}}},"results":[{results}]}}]}}"#
     );
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "many.wasm",
-        &adapter_component(doc.as_bytes(), false, ""),
+        (doc.as_bytes(), false, ""),
+        Limits::default(),
     );
-    let p = prepare(&wasm, Limits::default()).unwrap();
     let mut out = Vec::new();
     let e = p
         .run_with_output(
@@ -303,12 +303,12 @@ fn adapter_non_sarif_output_refused() {
     .iter()
     .enumerate()
     {
-        let wasm = write(
+        let p = prepared_adapter(
             dir.path(),
             &format!("n{i}.wasm"),
-            &adapter_component(bad, false, ""),
+            (bad, false, ""),
+            Limits::default(),
         );
-        let p = prepare(&wasm, Limits::default()).unwrap();
         let e = run_adapter(&p, &["--tool", "t"], dir.path()).unwrap_err();
         assert!(matches!(e, WasmError::NotSarif(_)), "{i}: {e}");
     }
@@ -317,12 +317,12 @@ fn adapter_non_sarif_output_refused() {
 #[test]
 fn adapter_err_string_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "e.wasm",
-        &adapter_component(b"input is broken", true, ""),
+        (b"input is broken", true, ""),
+        Limits::default(),
     );
-    let p = prepare(&wasm, Limits::default()).unwrap();
     let e = run_adapter(&p, &["--tool", "t"], dir.path()).unwrap_err();
     assert!(
         matches!(&e, WasmError::Adapter { message, .. } if message == "input is broken"),
@@ -334,12 +334,12 @@ fn adapter_err_string_is_a_clear_error() {
 #[test]
 fn adapter_bad_flags_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
+        (SMALL_SARIF, false, ""),
+        Limits::default(),
     );
-    let p = prepare(&wasm, Limits::default()).unwrap();
     for flags in [
         &["--artifact", "x=y"][..],
         &["--tool", "t", "--frobnicate"],
@@ -354,19 +354,15 @@ fn adapter_bad_flags_are_usage_errors() {
 #[test]
 fn adapter_input_past_max_input_refused_without_reading_it_all() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
-    );
-    let p = prepare(
-        &wasm,
+        (SMALL_SARIF, false, ""),
         Limits {
             max_input: 1024,
             ..Limits::default()
         },
-    )
-    .unwrap();
+    );
     write(dir.path(), "big.json", &vec![b'x'; 1025]);
     let e = run_adapter(&p, &["--tool", "t", "--artifact", "r=big.json"], dir.path()).unwrap_err();
     assert!(
@@ -404,19 +400,15 @@ fn adapter_input_past_max_input_refused_without_reading_it_all() {
 #[test]
 fn adapter_spin_stopped_by_fuel() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = write(
+    let p = prepared_adapter(
         dir.path(),
         "s.wasm",
-        &adapter_component(SMALL_SARIF, false, "(loop $l (br $l))"),
-    );
-    let p = prepare(
-        &wasm,
+        (SMALL_SARIF, false, "(loop $l (br $l))"),
         Limits {
             fuel: 1_000_000,
             ..Limits::default()
         },
-    )
-    .unwrap();
+    );
     let e = run_adapter(&p, &["--tool", "t"], dir.path()).unwrap_err();
     assert_eq!(e.limit(), Some(LimitKind::Fuel), "{e}");
 }

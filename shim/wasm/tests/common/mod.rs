@@ -114,6 +114,18 @@ pub fn prepare(path: &Path, limits: Limits) -> Result<Prepared, WasmError> {
     Prepared::prepare_with_limits(path, limits, None)
 }
 
+/// A WAT adapter (see [`adapter_component`]) written as `dir/name` and
+/// prepared under `limits`.
+pub fn prepared_adapter(
+    dir: &Path,
+    name: &str,
+    (output, err, body): (&[u8], bool, &str),
+    limits: Limits,
+) -> Prepared {
+    let wasm = write(dir, name, &adapter_component(output, err, body));
+    prepare(&wasm, limits).unwrap()
+}
+
 pub fn args(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
