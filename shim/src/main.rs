@@ -7,6 +7,7 @@
 //! init: confinement, then the payload). `error` maps failures to exit codes.
 
 mod bundle;
+mod cgroup_prime;
 mod cli;
 mod commands;
 mod error;
@@ -46,9 +47,12 @@ fn main() {
         command,
         Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Wrap(_)
     ) {
+        // These also attach a process to cgroups: start the kernel's wait
+        // for that before the re-exec, so the two overlap.
+        cgroup_prime::start();
         if let Err(e) = sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
             eprintln!("sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}");
-            std::process::exit(1);
+            exit(1);
         }
     }
     let format = match cli.global.log_format {
@@ -64,7 +68,7 @@ fn main() {
                 .unwrap_or(std::path::Path::new("-"))
                 .display()
         );
-        std::process::exit(1);
+        exit(1);
     }
     if cli.global.criu.is_some() || cli.global.rootless.is_some() || cli.global.log_level.is_some()
     {
@@ -86,7 +90,13 @@ fn main() {
             failure.exit_code()
         }
     };
-    std::process::exit(code);
+    exit(code);
+}
+
+/// Every exit of the runtime process: nothing it forked stays behind.
+fn exit(code: i32) -> ! {
+    cgroup_prime::finish();
+    std::process::exit(code)
 }
 
 fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {

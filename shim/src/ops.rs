@@ -131,6 +131,9 @@ impl Runtime {
                     .with_no_pivot(opts.no_pivot)
             })
             .and_then(|b| b.build());
+        // The container's processes are attached by now, so the lock warmer
+        // is done; reap it before `run` starts reaping children of its own.
+        crate::cgroup_prime::finish();
 
         let result = result.map_err(Failure::from).and_then(|c| {
             if crate::loopback::wants_new_netns(&bundle.spec) {

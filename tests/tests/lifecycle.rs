@@ -122,6 +122,17 @@ fn state_transitions_and_fields_match_runc() {
         assert_eq!(st["id"], id.as_str());
         let pid = st["pid"].as_i64().unwrap();
         assert!(pid > 0);
+        // Nothing the runtime forked for itself (sealed re-exec, the cgroup
+        // lock warmer) outlives `create`: only the container's init is left.
+        let left: Vec<i32> = pids_mentioning(&id)
+            .into_iter()
+            .filter(|p| i64::from(*p) != pid)
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{}: processes left by create: {left:?}",
+            rt.name
+        );
         assert_eq!(
             fs::read_to_string(&pidfile).unwrap().trim(),
             pid.to_string(),
