@@ -8,6 +8,7 @@
 
 mod bundle;
 mod cgroup_prime;
+mod cgroup_remove;
 mod cli;
 mod commands;
 mod error;

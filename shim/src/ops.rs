@@ -244,9 +244,11 @@ impl Runtime {
     /// run its poststop hooks, whose failures are only warnings.
     pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
         let hooks = crate::poststop::take(c);
-        if let Err(e) = c.delete(force) {
-            crate::poststop::restore(c, hooks);
-            return Err(e.into());
+        if !delete_stopped(c) {
+            if let Err(e) = c.delete(force) {
+                crate::poststop::restore(c, hooks);
+                return Err(e.into());
+            }
         }
         // Before the leftovers go: the hooks' state names the shadow bundle.
         crate::poststop::run(c, &hooks);
@@ -282,6 +284,37 @@ impl Runtime {
 
 /// The cgroup manager of a container (cgroup path and manager kind as
 /// recorded at create time).
+/// libcontainer's delete for the common case — a stopped container on
+/// cgroupfs v1 (hybrid or legacy) with empty cgroups and no Intel RDT —
+/// without building a libcgroups manager (see `cgroup_remove`). Whether it
+/// did the job; on `false` libcontainer's delete takes over from the same
+/// state.
+fn delete_stopped(c: &Container) -> bool {
+    use libcgroups::common::{get_cgroup_setup, CgroupSetup};
+    if c.status() != ContainerStatus::Stopped
+        || c.systemd()
+        || c.intel_rdt_dir().is_some()
+        || c.intel_rdt_monitoring_dir().is_some()
+        || !matches!(
+            get_cgroup_setup(),
+            Ok(CgroupSetup::Hybrid | CgroupSetup::Legacy)
+        )
+    {
+        return false;
+    }
+    let Ok(config) = c.spec() else {
+        return false;
+    };
+    if let Err(crate::cgroup_remove::NotHandled(why)) =
+        crate::cgroup_remove::remove_empty(&config.cgroup_path)
+    {
+        tracing::debug!(id = c.id(), why, "cgroups left to libcontainer's delete");
+        return false;
+    }
+    // The state directory goes with the rest of the leftovers.
+    true
+}
+
 pub fn cgroup_manager(c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
     libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
         cgroup_path: c.spec()?.cgroup_path,

@@ -981,3 +981,95 @@ fn foreground_run_forwards_signals() {
     }
     let _ = Command::new("true").status();
 }
+
+#[test]
+fn delete_kills_what_a_stopped_init_left_behind() {
+    if !need_root("delete_kills_what_a_stopped_init_left_behind") {
+        return;
+    }
+    // Without a pid namespace the init's background child outlives it; the
+    // container is `stopped` while its cgroups still hold a process. Delete
+    // must kill it and still remove every cgroup (sandboy's one-pass cgroup
+    // removal hands this case back to libcontainer).
+    const ORPHAN: &str = "sleep 9871";
+    for rt in runtimes("delete_kills_what_a_stopped_init_left_behind") {
+        let b = Bundle::busybox(&["sh", "-c", &format!("{ORPHAN} & exit 0")]);
+        b.edit(|c| {
+            let ns = c["linux"]["namespaces"].as_array_mut().unwrap();
+            ns.retain(|n| n["type"] != "pid");
+        });
+        let id = unique_id("orphan");
+        let _g = rt.guard(&id);
+        let o = rt.run(&[
+            "run",
+            "--detach",
+            "--bundle",
+            b.path().to_str().unwrap(),
+            &id,
+        ]);
+        assert_exit(&o, 0);
+        rt.wait_status(&id, "stopped");
+        assert!(
+            !pids_mentioning(ORPHAN).is_empty(),
+            "{}: the init's child should still run",
+            rt.name
+        );
+        assert_exit(&rt.run(&["delete", &id]), 0);
+        for _ in 0..100 {
+            if pids_mentioning(ORPHAN).is_empty() {
+                break;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        assert!(
+            pids_mentioning(ORPHAN).is_empty(),
+            "{}: the init's child survived delete",
+            rt.name
+        );
+        assert!(
+            cgroups_named(&id).is_empty(),
+            "{}: cgroups left: {:?}",
+            rt.name,
+            cgroups_named(&id)
+        );
+    }
+}
+
+#[test]
+fn delete_of_a_stopped_container_removes_its_cgroups_and_state() {
+    if !need_root("delete_of_a_stopped_container_removes_its_cgroups_and_state") {
+        return;
+    }
+    for rt in runtimes("delete_of_a_stopped_container_removes_its_cgroups_and_state") {
+        let b = Bundle::busybox(&["true"]);
+        let id = unique_id("stopped");
+        let _g = rt.guard(&id);
+        let o = rt.run(&[
+            "run",
+            "--detach",
+            "--bundle",
+            b.path().to_str().unwrap(),
+            &id,
+        ]);
+        assert_exit(&o, 0);
+        rt.wait_status(&id, "stopped");
+        assert!(
+            !cgroups_named(&id).is_empty(),
+            "{}: a stopped container keeps its cgroups until delete",
+            rt.name
+        );
+        assert_exit(&rt.run(&["delete", &id]), 0);
+        assert!(
+            cgroups_named(&id).is_empty(),
+            "{}: cgroups left: {:?}",
+            rt.name,
+            cgroups_named(&id)
+        );
+        assert!(
+            !rt.root.path().join(&id).exists(),
+            "{}: state left",
+            rt.name
+        );
+        assert!(!rt.run(&["state", &id]).status.success());
+    }
+}
