@@ -44,8 +44,9 @@ pub fn start() {
         return;
     }
     // SAFETY: called first thing in `main`, before any thread exists; the
-    // child only makes async-signal-safe calls (open, write, _exit) on
-    // buffers allocated before the fork, and never returns into Rust code.
+    // child only makes async-signal-safe calls (prctl, close_range, open,
+    // write, _exit) on buffers allocated before the fork, and never returns
+    // into Rust code.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: as above; `_exit` skips every Rust and libc exit handler.
@@ -53,6 +54,9 @@ pub fn start() {
             // It runs from the host binary, not the sealed copy: like runc's
             // init, keep /proc/<pid>/exe out of reach of other processes.
             libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            // Hold none of the caller's fds (stdio pipes, --preserve-fds):
+            // an engine waiting for EOF must not wait for this child.
+            libc::syscall(libc::SYS_close_range, 0, libc::c_uint::MAX, 0);
             for path in &candidates {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd >= 0 {
