@@ -122,14 +122,17 @@ fn procs_files(self_cgroup: &str) -> Vec<CString> {
 
 #[cfg(test)]
 mod tests {
-    use super::procs_files;
+    fn files(self_cgroup: &str) -> Vec<String> {
+        super::procs_files(self_cgroup)
+            .into_iter()
+            .map(|c| c.into_string().unwrap())
+            .collect()
+    }
 
     #[test]
     fn unified_first_then_v1() {
-        let files = procs_files("3:pids:/a/b\n0::/x\n");
-        let files: Vec<_> = files.iter().map(|c| c.to_str().unwrap()).collect();
         assert_eq!(
-            files,
+            files("3:pids:/a/b\n0::/x\n"),
             [
                 "/sys/fs/cgroup/unified/x/cgroup.procs",
                 "/sys/fs/cgroup/x/cgroup.procs",
@@ -140,10 +143,8 @@ mod tests {
 
     #[test]
     fn root_cgroup_and_named_hierarchies() {
-        let files = procs_files("1:name=systemd:/\n0::/\n");
-        let files: Vec<_> = files.iter().map(|c| c.to_str().unwrap()).collect();
         assert_eq!(
-            files,
+            files("1:name=systemd:/\n0::/\n"),
             [
                 "/sys/fs/cgroup/unified/cgroup.procs",
                 "/sys/fs/cgroup/cgroup.procs",

@@ -8,35 +8,28 @@ use libcontainer::container::Container;
 
 use crate::error::Failure;
 
-/// Where the container's memory controller keeps its files, and whether it
-/// is cgroup v1 (`memory.oom_control`) or v2 (`memory.events`).
-fn memory_dir(c: &Container) -> Option<(PathBuf, bool)> {
+/// The container's OOM file, and whether it is cgroup v1's
+/// `memory.oom_control` (rather than v2's `memory.events`).
+fn oom_file(c: &Container) -> Option<(PathBuf, bool)> {
     let rel = c.spec().ok()?.cgroup_path;
     let rel = rel.strip_prefix("/").unwrap_or(&rel).to_path_buf();
     [
-        (Path::new("/sys/fs/cgroup/memory").join(&rel), true),
-        (Path::new("/sys/fs/cgroup").join(&rel), false),
-        (Path::new("/sys/fs/cgroup/unified").join(&rel), false),
+        (
+            Path::new("/sys/fs/cgroup/memory"),
+            "memory.oom_control",
+            true,
+        ),
+        (Path::new("/sys/fs/cgroup"), "memory.events", false),
+        (Path::new("/sys/fs/cgroup/unified"), "memory.events", false),
     ]
     .into_iter()
-    .find(|(dir, v1)| {
-        dir.join(if *v1 {
-            "memory.oom_control"
-        } else {
-            "memory.events"
-        })
-        .exists()
-    })
+    .map(|(root, file, v1)| (root.join(&rel).join(file), v1))
+    .find(|(file, _)| file.exists())
 }
 
 /// Number of OOM kills recorded for the container's cgroup, if readable.
 pub fn kills(c: &Container) -> Option<u64> {
-    let (dir, v1) = memory_dir(c)?;
-    let file = dir.join(if v1 {
-        "memory.oom_control"
-    } else {
-        "memory.events"
-    });
+    let (file, _) = oom_file(c)?;
     let text = std::fs::read_to_string(file).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
@@ -56,16 +49,13 @@ pub fn apply_disable(c: &Container, spec: &oci_spec::runtime::Spec) -> Result<()
     if !wanted {
         return Ok(());
     }
-    match memory_dir(c) {
-        Some((dir, true)) => {
-            let file = dir.join("memory.oom_control");
-            std::fs::write(&file, "1").map_err(|e| {
-                Failure::runtime(format!(
-                    "disableOOMKiller: cannot write {}: {e}",
-                    file.display()
-                ))
-            })
-        }
+    match oom_file(c) {
+        Some((file, true)) => std::fs::write(&file, "1").map_err(|e| {
+            Failure::runtime(format!(
+                "disableOOMKiller: cannot write {}: {e}",
+                file.display()
+            ))
+        }),
         _ => {
             tracing::warn!(
                 id = c.id(),

@@ -5,6 +5,7 @@ use std::fs;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
+use libcontainer::config::YoukiConfig;
 use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::container::{Container, ContainerStatus};
 use libcontainer::syscall::syscall::SyscallType;
@@ -243,13 +244,20 @@ impl Runtime {
     /// Delete a container (libcontainer's delete, our leftovers) and then
     /// run its poststop hooks, whose failures are only warnings.
     pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
-        let hooks = crate::poststop::take(c);
-        if !delete_stopped(c) {
-            if let Err(e) = c.delete(force) {
-                crate::poststop::restore(c, hooks);
-                return Err(e.into());
+        let config = YoukiConfig::load(&c.root).ok();
+        let hooks = match config {
+            Some(cfg) if delete_stopped(c, &cfg) => crate::poststop::of(&cfg),
+            config => {
+                let hooks = config
+                    .map(|cfg| crate::poststop::take(c, cfg))
+                    .unwrap_or_default();
+                if let Err(e) = c.delete(force) {
+                    crate::poststop::restore(c, hooks);
+                    return Err(e.into());
+                }
+                hooks
             }
-        }
+        };
         // Before the leftovers go: the hooks' state names the shadow bundle.
         crate::poststop::run(c, &hooks);
         self.remove_leftovers(c.id());
@@ -282,14 +290,12 @@ impl Runtime {
     }
 }
 
-/// The cgroup manager of a container (cgroup path and manager kind as
-/// recorded at create time).
 /// libcontainer's delete for the common case — a stopped container on
 /// cgroupfs v1 (hybrid or legacy) with empty cgroups and no Intel RDT —
 /// without building a libcgroups manager (see `cgroup_remove`). Whether it
 /// did the job; on `false` libcontainer's delete takes over from the same
 /// state.
-fn delete_stopped(c: &Container) -> bool {
+fn delete_stopped(c: &Container, cfg: &YoukiConfig) -> bool {
     use libcgroups::common::{get_cgroup_setup, CgroupSetup};
     if c.status() != ContainerStatus::Stopped
         || c.systemd()
@@ -302,11 +308,8 @@ fn delete_stopped(c: &Container) -> bool {
     {
         return false;
     }
-    let Ok(config) = c.spec() else {
-        return false;
-    };
     if let Err(crate::cgroup_remove::NotHandled(why)) =
-        crate::cgroup_remove::remove_empty(&config.cgroup_path)
+        crate::cgroup_remove::remove_empty(&cfg.cgroup_path)
     {
         tracing::debug!(id = c.id(), why, "cgroups left to libcontainer's delete");
         return false;
@@ -315,6 +318,8 @@ fn delete_stopped(c: &Container) -> bool {
     true
 }
 
+/// The cgroup manager of a container (cgroup path and manager kind as
+/// recorded at create time).
 pub fn cgroup_manager(c: &Container) -> Result<libcgroups::common::AnyCgroupManager> {
     libcgroups::common::create_cgroup_manager(libcgroups::common::CgroupConfig {
         cgroup_path: c.spec()?.cgroup_path,
@@ -351,7 +356,7 @@ pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
     }))
 }
 
-/// Canonical bundle path for display.
+/// Serialise for a shadow bundle file.
 fn to_json(v: &impl serde::Serialize) -> Result<Vec<u8>> {
     serde_json::to_vec(v).map_err(|e| Failure::runtime(e.to_string()))
 }
@@ -365,6 +370,7 @@ pub fn bundle_of(c: &Container) -> PathBuf {
     }
 }
 
+/// The container's rootfs as recorded in its bundle, absolute (for display).
 pub fn rootfs_of(c: &Container) -> PathBuf {
     fs::read(c.bundle().join("config.json"))
         .ok()

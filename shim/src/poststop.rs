@@ -10,15 +10,19 @@ use libcontainer::config::YoukiConfig;
 use libcontainer::container::Container;
 use oci_spec::runtime::Hook;
 
-/// Take the poststop hooks out of the container's saved config.
-pub fn take(c: &Container) -> Vec<Hook> {
-    let Ok(mut cfg) = YoukiConfig::load(&c.root) else {
-        return Vec::new();
-    };
-    let Some(hooks) = cfg.hooks.as_mut() else {
-        return Vec::new();
-    };
-    let Some(poststop) = hooks.poststop().clone() else {
+/// The poststop hooks of a container's saved config.
+pub fn of(cfg: &YoukiConfig) -> Vec<Hook> {
+    cfg.hooks
+        .as_ref()
+        .and_then(|h| h.poststop().clone())
+        .unwrap_or_default()
+}
+
+/// Take the poststop hooks out of the container's saved config, so that
+/// libcontainer's delete does not run them.
+pub fn take(c: &Container, mut cfg: YoukiConfig) -> Vec<Hook> {
+    let poststop = of(&cfg);
+    let Some(hooks) = cfg.hooks.as_mut().filter(|_| !poststop.is_empty()) else {
         return Vec::new();
     };
     hooks.set_poststop(None);

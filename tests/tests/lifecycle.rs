@@ -20,6 +20,19 @@ fn runtimes(test: &str) -> Vec<Runtime> {
     v
 }
 
+/// Root and the cgroup v1 memory controller, or a recorded skip (`why_v2`
+/// is appended to the reason).
+fn need_root_and_v1_memory(test: &str, why_v2: &str) -> bool {
+    if !need_root(test) {
+        return false;
+    }
+    if !Path::new("/sys/fs/cgroup/memory").is_dir() {
+        skip(test, &format!("no cgroup v1 memory controller{why_v2}"));
+        return false;
+    }
+    true
+}
+
 /// PID 1 ignores TERM until its shell has installed the trap; the scripts
 /// touch /tmp/ready (container tmpfs) once it is.
 fn wait_ready(rt: &Runtime, id: &str) {
@@ -306,14 +319,7 @@ fn exec_inline_and_process_file() {
 
 #[test]
 fn update_memory_and_pids_visible_in_cgroup() {
-    if !need_root("update_memory_and_pids_visible_in_cgroup") {
-        return;
-    }
-    if !std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
-        skip(
-            "update_memory_and_pids_visible_in_cgroup",
-            "no cgroup v1 memory controller",
-        );
+    if !need_root_and_v1_memory("update_memory_and_pids_visible_in_cgroup", "") {
         return;
     }
     for rt in runtimes("update_memory_and_pids_visible_in_cgroup") {
@@ -438,14 +444,10 @@ fn failing_poststop_hook_warns_and_the_container_is_still_deleted() {
 
 #[test]
 fn disable_oom_killer_reaches_the_memory_cgroup() {
-    if !need_root("disable_oom_killer_reaches_the_memory_cgroup") {
-        return;
-    }
-    if !std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
-        skip(
-            "disable_oom_killer_reaches_the_memory_cgroup",
-            "no cgroup v1 memory controller (cgroup v2 has no such knob)",
-        );
+    if !need_root_and_v1_memory(
+        "disable_oom_killer_reaches_the_memory_cgroup",
+        " (cgroup v2 has no such knob)",
+    ) {
         return;
     }
     for rt in runtimes("disable_oom_killer_reaches_the_memory_cgroup") {
