@@ -7,6 +7,7 @@
 //! init: confinement, then the payload). `error` maps failures to exit codes.
 
 mod bundle;
+mod cgroup_devices;
 mod cgroup_prime;
 mod cgroup_remove;
 mod cli;

@@ -92,6 +92,9 @@ impl Runtime {
                 bundle.dir.display()
             )));
         }
+        // Loaded before anything exists: bad rules are a config error and a
+        // kernel without cgroup BPF stops here, with nothing to clean up.
+        let devices = crate::cgroup_devices::prepare(&bundle.spec, &bundle.dir, unified)?;
         let held = crate::privilege::to_hold(&bundle.spec);
         let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
         let wasm = match self.precompile_wasm(&bundle) {
@@ -147,7 +150,13 @@ impl Runtime {
         });
         match result {
             Ok(mut container) => {
-                if let Err(e) = crate::oom::apply_disable(&container, &bundle.spec) {
+                // Before `start`: the container's own code never runs
+                // without its device rules.
+                let confined = devices
+                    .as_ref()
+                    .map_or(Ok(()), |d| d.attach(&container))
+                    .and_then(|()| crate::oom::apply_disable(&container, &bundle.spec));
+                if let Err(e) = confined {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
                     return Err(e);
