@@ -228,3 +228,45 @@ fn bad_device_rules_on_cgroup_v2_leave_nothing_behind() {
     assert!(!rt.root.path().join(&id).exists(), "state dir left");
     assert!(cgroups_named(&id).is_empty(), "cgroup left");
 }
+
+/// A memory limit on v2 lands in `memory.max` when the hierarchy offers the
+/// memory controller; where it does not (the view on a hybrid host), the
+/// container is refused rather than run without its limit, as by runc, and
+/// nothing is left behind.
+#[test]
+fn memory_limit_on_cgroup_v2_is_applied_or_refused_like_runc() {
+    let Some((_dir, rts)) = runtimes("memory_limit_on_cgroup_v2_is_applied_or_refused_like_runc")
+    else {
+        return;
+    };
+    let v2_root = if Path::new("/sys/fs/cgroup/unified").is_dir() {
+        "/sys/fs/cgroup/unified"
+    } else {
+        "/sys/fs/cgroup"
+    };
+    let offered = fs::read_to_string(format!("{v2_root}/cgroup.controllers")).unwrap();
+    let has_memory = offered.split_whitespace().any(|c| c == "memory");
+    for rt in &rts {
+        let b = Bundle::busybox(&["true"]);
+        b.edit(|c| c["linux"]["resources"]["memory"] = serde_json::json!({"limit": 100663296}));
+        let id = unique_id("v2mem");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["create", "-b", b.path().to_str().unwrap(), &id]);
+        if has_memory {
+            assert_exit(&o, 0);
+            let cg = v2_cgroup_of(rt.state(&id)["pid"].as_i64().unwrap());
+            let max = fs::read_to_string(cg.join("memory.max")).unwrap();
+            assert_eq!(max.trim(), "100663296", "{}", rt.name);
+        } else {
+            assert_exit(&o, 1);
+            assert!(
+                text(&o.stderr).contains("memory.max"),
+                "{}: {}",
+                rt.name,
+                text(&o.stderr)
+            );
+            assert!(cgroups_named(&id).is_empty(), "{}: cgroup left", rt.name);
+            assert!(pids_mentioning(&id).is_empty(), "{}: process left", rt.name);
+        }
+    }
+}
