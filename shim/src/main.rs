@@ -23,6 +23,7 @@ mod poststop;
 mod privilege;
 mod sealed_exe;
 mod seccomp_notify;
+mod stats;
 mod timeout;
 mod wrap;
 

@@ -338,6 +338,26 @@ pub fn cgroup_manager(c: &Container) -> Result<libcgroups::common::AnyCgroupMana
     .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))
 }
 
+/// The container's cgroup directory under `root` (a v1 controller's mount
+/// point or the unified hierarchy's), refusing a recorded path with `..`.
+pub fn cgroup_dir(c: &Container, root: &str) -> Result<PathBuf> {
+    let rel = c
+        .spec()
+        .map_err(|e| Failure::runtime(format!("cgroup of {}: {e}", c.id())))?
+        .cgroup_path;
+    if rel
+        .components()
+        .any(|p| p == std::path::Component::ParentDir)
+    {
+        return Err(Failure::runtime(format!(
+            "cgroup path {} of {} leaves the cgroup root",
+            rel.display(),
+            c.id()
+        )));
+    }
+    Ok(Path::new(root).join(rel.strip_prefix("/").unwrap_or(&rel)))
+}
+
 /// runc's id rules, checked before any path is built from the id.
 pub fn validate_id(id: &str) -> Result<()> {
     ContainerBuilder::new(id.to_owned(), SyscallType::default())

@@ -550,3 +550,52 @@ pub const WASI_HELLO_P1: &str = r#"(module
     (i32.store (i32.const 4) (i32.const 16))
     (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
     (call $proc_exit (i32.const 3))))"#;
+
+/// `events --stats` data in runc's `types.Stats` shape, with live figures:
+/// every top-level section, CPU time used, the memory and pids sections.
+#[track_caller]
+pub fn assert_runc_stats_shape(runtime: &str, data: &serde_json::Value) {
+    let keys: Vec<&str> = data
+        .as_object()
+        .unwrap_or_else(|| panic!("{runtime}: data is not an object: {data}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut keys = keys;
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "blkio",
+            "cpu",
+            "cpuset",
+            "hugetlb",
+            "intel_rdt",
+            "memory",
+            "network_interfaces",
+            "pids"
+        ],
+        "{runtime}: {data}"
+    );
+    let usage = &data["cpu"]["usage"];
+    assert!(
+        usage["total"].as_u64().unwrap_or(0) > 0,
+        "{runtime}: {usage}"
+    );
+    assert!(
+        usage["kernel"].is_u64() && usage["user"].is_u64(),
+        "{runtime}: {usage}"
+    );
+    for entry in ["usage", "swap", "kernel", "kernelTCP"] {
+        let e = &data["memory"][entry];
+        assert!(
+            e["limit"].is_u64() && e["failcnt"].is_u64(),
+            "{runtime}: memory.{entry}: {e}"
+        );
+    }
+    assert!(
+        data["pids"]["current"].as_u64().unwrap_or(0) >= 1,
+        "{runtime}: {}",
+        data["pids"]
+    );
+}

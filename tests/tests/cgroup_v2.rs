@@ -118,6 +118,13 @@ fn lifecycle_on_cgroup_v2_matches_runc() {
         let o = rt.run(&["exec", &id, "sh", "-c", "grep ^0:: /proc/self/cgroup"]);
         assert_exit(&o, 0);
         let exec_cg = text(&o.stdout).trim().to_owned();
+        // Statistics from the v2 files present (runc's shape), even
+        // though most controllers are not enabled for the cgroup.
+        let o = rt.run(&["events", "--stats", &id]);
+        assert_exit(&o, 0);
+        let ev: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_runc_stats_shape(&rt.name, &ev["data"]);
+        let hugetlb = ev["data"]["hugetlb"].clone();
         let o = rt.run(&["ps", "--format", "json", &id]);
         assert_exit(&o, 0);
         let pids: Vec<i64> = serde_json::from_slice(&o.stdout).unwrap();
@@ -138,12 +145,15 @@ fn lifecycle_on_cgroup_v2_matches_runc() {
             // The bundle has no cgroup namespace: the exec'd process sees
             // the host path of the init's cgroup.
             exec_cg.ends_with(&*cg.file_name().unwrap().to_string_lossy()),
+            hugetlb,
         ));
     }
     let want = (
         ("paused".to_owned(), "1\n".to_owned()),
         ("running".to_owned(), "0\n".to_owned()),
         true,
+        // The same huge page sizes (and no failures) as runc reports.
+        seen[seen.len() - 1].3.clone(),
     );
     for s in &seen {
         assert_eq!(*s, want);

@@ -305,11 +305,9 @@ fn exec_inline_and_process_file() {
         let ev: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(ev["type"], "stats", "{}", rt.name);
         assert_eq!(ev["id"], id.as_str());
-        assert!(
-            ev["data"]["pids"]["current"].as_u64().unwrap() >= 1,
-            "{}",
-            rt.name
-        );
+        assert_runc_stats_shape(&rt.name, &ev["data"]);
+        let cpus = ev["data"]["cpuset"]["cpus"].as_array().map_or(0, Vec::len);
+        assert!(cpus >= 1, "{}: cpuset {}", rt.name, ev["data"]["cpuset"]);
 
         // delete --force of a running container.
         assert_exit(&rt.run(&["delete", "--force", &id]), 0);

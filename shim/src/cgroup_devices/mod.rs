@@ -22,7 +22,7 @@ mod program;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use libcontainer::container::Container;
 use oci_spec::runtime::{LinuxDeviceType, Spec};
@@ -57,7 +57,7 @@ pub fn prepare(spec: &Spec, bundle: &Path, unified: bool) -> Result<Option<Filte
 impl Filter {
     /// Attach to the container's cgroup (created by libcontainer by now).
     pub fn attach(&self, c: &Container) -> Result<()> {
-        let dir = cgroup_dir(c)?;
+        let dir = crate::ops::cgroup_dir(c, libcgroups::common::DEFAULT_CGROUP_ROOT)?;
         let fail = |e: std::io::Error| {
             Failure::runtime(format!(
                 "device rules: cannot attach the eBPF program to {}: {e}",
@@ -86,25 +86,6 @@ impl Filter {
         };
         bpf(BPF_PROG_ATTACH, &mut attr).map(drop).map_err(fail)
     }
-}
-
-/// The container's directory in the unified hierarchy.
-fn cgroup_dir(c: &Container) -> Result<PathBuf> {
-    let rel = c
-        .spec()
-        .map_err(|e| Failure::runtime(format!("device rules: {}: {e}", c.id())))?
-        .cgroup_path;
-    if rel
-        .components()
-        .any(|p| p == std::path::Component::ParentDir)
-    {
-        return Err(Failure::runtime(format!(
-            "device rules: cgroup path {} leaves the cgroup root",
-            rel.display()
-        )));
-    }
-    let rel = rel.strip_prefix("/").unwrap_or(&rel);
-    Ok(Path::new(libcgroups::common::DEFAULT_CGROUP_ROOT).join(rel))
 }
 
 /// `linux.resources.devices`, checked.

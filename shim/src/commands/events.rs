@@ -1,12 +1,13 @@
 //! `events`: runc's event stream, `{"type":"stats","id":…,"data":…}` lines,
 //! once with `--stats`, else every `--interval` until the container stops.
 
-use libcgroups::common::CgroupManager;
-use libcontainer::container::ContainerStatus;
+use libcgroups::common::{AnyCgroupManager, CgroupManager, DEFAULT_CGROUP_ROOT};
+use libcontainer::container::{Container, ContainerStatus};
 
 use crate::cli::Events;
 use crate::error::{Failure, Result};
-use crate::ops::{require, Runtime};
+use crate::ops::{cgroup_dir, require, Runtime};
+use crate::stats::{self, Stats};
 
 pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
     let interval = sandboy_spec_gen::units::Span::parse(&args.interval)
@@ -15,10 +16,8 @@ pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
     require(&c, c.can_kill(), "events")?;
     let manager = crate::ops::cgroup_manager(&c)?;
     loop {
-        let stats = manager
-            .stats()
-            .map_err(|e| Failure::runtime(format!("stats of {}: {e}", c.id())))?;
-        let event = serde_json::json!({ "type": "stats", "id": c.id(), "data": stats });
+        let event =
+            serde_json::json!({ "type": "stats", "id": c.id(), "data": collect(&c, &manager)? });
         crate::output::line(&event.to_string());
         if args.stats {
             return Ok(0);
@@ -27,6 +26,21 @@ pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
         match rt.load(&args.container_id) {
             Ok(c) if c.status() != ContainerStatus::Stopped => continue,
             _ => return Ok(0),
+        }
+    }
+}
+
+/// One sample, in runc's shape.
+fn collect(c: &Container, manager: &AnyCgroupManager) -> Result<Stats> {
+    let failed = |e: &dyn std::fmt::Display| Failure::runtime(format!("stats of {}: {e}", c.id()));
+    match manager {
+        AnyCgroupManager::V2(_) => {
+            stats::read_v2(&cgroup_dir(c, DEFAULT_CGROUP_ROOT)?).map_err(|e| failed(&e))
+        }
+        _ => {
+            let s = manager.stats().map_err(|e| failed(&e))?;
+            let cpuset = cgroup_dir(c, &format!("{DEFAULT_CGROUP_ROOT}/cpuset"))?;
+            Ok(stats::from_v1(&s, &cpuset))
         }
     }
 }
