@@ -74,22 +74,27 @@ impl Runtime {
             .linux()
             .as_ref()
             .expect("checked by Bundle::load");
-        // libcontainer 0.7 asks for the systemd cgroup manager whenever a
-        // user namespace is requested; only a unified (v2) host then really
-        // needs it, and it is not built in.
+        // libcontainer 0.7 raises its "systemd" flag whenever a user
+        // namespace is requested; libcgroups acts on it only for a relative
+        // cgroupsPath on a unified host (the systemd manager, not built in).
+        // Absolute paths, sandboy's default `/sandboy/<id>` included, stay
+        // on cgroupfs v2.
         let unified = matches!(
             libcgroups::common::get_cgroup_setup(),
             Ok(libcgroups::common::CgroupSetup::Unified)
         );
-        if unified
-            && linux
-                .namespaces()
-                .as_ref()
-                .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
-        {
+        let relative_path = linux.cgroups_path().as_ref().filter(|p| !p.is_absolute());
+        if let Some(path) = relative_path.filter(|_| {
+            unified
+                && linux
+                    .namespaces()
+                    .as_ref()
+                    .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
+        }) {
             return Err(Failure::config(format!(
-                "{}/config.json: user namespaces are not supported on a cgroup v2 host by sandboy yet (libcontainer 0.7 requires the systemd cgroup manager for them); remove the \"user\" namespace",
-                bundle.dir.display()
+                "{}/config.json: linux.cgroupsPath {:?} is relative, which with a user namespace on a cgroup v2 host means the systemd cgroup manager, not built into sandboy; give an absolute path (e.g. \"/sandboy/{id}\") or leave it out",
+                bundle.dir.display(),
+                path.display().to_string()
             )));
         }
         // Loaded before anything exists: bad rules are a config error and a

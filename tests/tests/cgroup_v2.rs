@@ -65,12 +65,16 @@ fn v2_cgroup_of(pid: i64) -> PathBuf {
         .lines()
         .find_map(|l| l.strip_prefix("0::"))
         .expect("a cgroup v2 line");
-    let root = if Path::new("/sys/fs/cgroup/unified").is_dir() {
+    PathBuf::from(format!("{}{rel}", v2_root()))
+}
+
+/// Where the unified hierarchy is mounted, seen from the host.
+fn v2_root() -> &'static str {
+    if Path::new("/sys/fs/cgroup/unified").is_dir() {
         "/sys/fs/cgroup/unified"
     } else {
         "/sys/fs/cgroup"
-    };
-    PathBuf::from(format!("{root}{rel}"))
+    }
 }
 
 #[test]
@@ -249,12 +253,7 @@ fn memory_limit_on_cgroup_v2_is_applied_or_refused_like_runc() {
     else {
         return;
     };
-    let v2_root = if Path::new("/sys/fs/cgroup/unified").is_dir() {
-        "/sys/fs/cgroup/unified"
-    } else {
-        "/sys/fs/cgroup"
-    };
-    let offered = fs::read_to_string(format!("{v2_root}/cgroup.controllers")).unwrap();
+    let offered = fs::read_to_string(format!("{}/cgroup.controllers", v2_root())).unwrap();
     let has_memory = offered.split_whitespace().any(|c| c == "memory");
     for rt in &rts {
         let b = Bundle::busybox(&["true"]);
@@ -279,4 +278,79 @@ fn memory_limit_on_cgroup_v2_is_applied_or_refused_like_runc() {
             assert!(pids_mentioning(&id).is_empty(), "{}: process left", rt.name);
         }
     }
+}
+
+/// Add a user namespace mapping container root to host uid/gid 100000.
+fn with_user_namespace(c: &mut serde_json::Value) {
+    c["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"type": "user"}));
+    let map = serde_json::json!([{"containerID": 0, "hostID": 100000, "size": 65536}]);
+    c["linux"]["uidMappings"] = map.clone();
+    c["linux"]["gidMappings"] = map;
+}
+
+/// A user namespace on v2: libcontainer flags such containers for the
+/// systemd manager, which libcgroups only honours for relative paths, so
+/// with sandboy's absolute default the container runs on cgroupfs v2.
+#[test]
+fn user_namespace_on_cgroup_v2_runs_like_runc() {
+    let Some((_dir, rts)) = runtimes("user_namespace_on_cgroup_v2_runs_like_runc") else {
+        return;
+    };
+    let mut outputs = Vec::new();
+    for rt in &rts {
+        let b = Bundle::busybox(&[
+            "sh",
+            "-c",
+            "cat /proc/self/uid_map /proc/self/gid_map; id -u; touch /tmp/x && echo tmp-ok",
+        ]);
+        b.edit(with_user_namespace);
+        let id = unique_id("v2user");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["run", "-b", b.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 0);
+        let squeezed: Vec<String> = text(&o.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        outputs.push(squeezed);
+        assert!(cgroups_named(&id).is_empty(), "{}: cgroup left", rt.name);
+    }
+    for out in &outputs {
+        assert_eq!(
+            *out,
+            ["0 100000 65536", "0 100000 65536", "0", "tmp-ok"],
+            "{outputs:?}"
+        );
+    }
+}
+
+/// A relative cgroupsPath with a user namespace would need the systemd
+/// manager on v2: a config error naming the path, nothing left behind.
+#[test]
+fn relative_cgroups_path_with_user_namespace_on_cgroup_v2_is_refused() {
+    let Some((_dir, rts)) =
+        runtimes("relative_cgroups_path_with_user_namespace_on_cgroup_v2_is_refused")
+    else {
+        return;
+    };
+    let rt = &rts[0];
+    let b = Bundle::busybox(&["true"]);
+    let id = unique_id("v2rel");
+    b.edit(|c| {
+        with_user_namespace(c);
+        c["linux"]["cgroupsPath"] = format!("machine.slice:sandboy:{id}").into();
+    });
+    let o = rt.run(&["run", "-b", b.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("linux.cgroupsPath \"machine.slice:sandboy:")
+            && err.contains("give an absolute path"),
+        "{err}"
+    );
+    assert!(!rt.root.path().join(&id).exists(), "state dir left");
+    assert!(cgroups_named(&id).is_empty(), "cgroup left");
 }
