@@ -180,9 +180,11 @@ impl Runtime {
 
     /// libcontainer names cgroups `:youki:<id>` when the spec has no
     /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
-    /// such specs, and specs whose init must hold capabilities to confine
-    /// itself (`held`, see `privilege`), get a copy with `/sandboy/<id>`
-    /// filled in and the held capabilities added. The copy stays the
+    /// such specs, specs whose init must hold capabilities to confine
+    /// itself (`held`, see `privilege`), and specs whose device rules do not
+    /// start from deny-all (see `cgroup_devices`) get a copy with
+    /// `/sandboy/<id>`, the held capabilities and the deny-all rule filled
+    /// in. The copy stays the
     /// container's bundle as libcontainer records it, because `exec` builds
     /// the new process from that config.json too (the caller's would put it
     /// in `:youki:<id>`, outside every limit); the caller's bundle path and
@@ -198,7 +200,8 @@ impl Runtime {
             .linux()
             .as_ref()
             .expect("checked by Bundle::load");
-        if linux.cgroups_path().is_some() && held.is_empty() {
+        let deny_first = crate::cgroup_devices::needs_default_deny(&bundle.spec);
+        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first {
             return Ok(None);
         }
         let mut spec = bundle.spec.clone();
@@ -206,6 +209,9 @@ impl Runtime {
             let mut linux = linux.clone();
             linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
             spec.set_linux(Some(linux));
+        }
+        if deny_first {
+            crate::cgroup_devices::with_default_deny(&mut spec);
         }
         crate::privilege::augment(&mut spec, held);
         if let Some(mut root) = spec.root().clone() {

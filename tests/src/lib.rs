@@ -599,3 +599,13 @@ pub fn assert_runc_stats_shape(runtime: &str, data: &serde_json::Value) {
         data["pids"]
     );
 }
+
+/// Give the process `cap` in its bounding, effective and permitted sets.
+pub fn add_capability(config: &mut serde_json::Value, cap: &str) {
+    for set in ["bounding", "effective", "permitted"] {
+        config["process"]["capabilities"][set]
+            .as_array_mut()
+            .unwrap_or_else(|| panic!("no process.capabilities.{set} in the bundle"))
+            .push(cap.into());
+    }
+}

@@ -184,12 +184,7 @@ fn device_rules_on_cgroup_v2_are_enforced_like_runc() {
     for rt in &rts {
         let b = Bundle::busybox(&["sh", "-c", script]);
         b.edit(|c| {
-            for set in ["bounding", "effective", "permitted"] {
-                c["process"]["capabilities"][set]
-                    .as_array_mut()
-                    .unwrap()
-                    .push("CAP_MKNOD".into());
-            }
+            add_capability(c, "CAP_MKNOD");
             c["linux"]["resources"]["devices"] = serde_json::json!([
                 {"allow": false, "access": "rwm"},
                 {"allow": true, "type": "c", "major": 10, "minor": 229, "access": "rwm"},

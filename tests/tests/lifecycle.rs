@@ -1073,3 +1073,40 @@ fn delete_of_a_stopped_container_removes_its_cgroups_and_state() {
         assert!(!rt.run(&["state", &id]).status.success());
     }
 }
+
+/// A spec with no device rules at all still starts from "deny every
+/// device", as under runc: a container holding CAP_MKNOD can make a node
+/// for a host device but not open it (EPERM), while the default devices
+/// stay usable.
+#[test]
+fn devices_without_rules_are_denied_like_runc() {
+    if !need_root("devices_without_rules_are_denied_like_runc") {
+        return;
+    }
+    for rt in runtimes("devices_without_rules_are_denied_like_runc") {
+        let b = Bundle::busybox(&[
+            "sh",
+            "-c",
+            "mknod /dev/vcs2 c 7 0 && echo made; (exec 3</dev/vcs2) && echo opened; \
+             (echo x >/dev/null) && echo null-ok; true",
+        ]);
+        b.edit(|c| {
+            add_capability(c, "CAP_MKNOD");
+            c["root"]["readonly"] = false.into();
+            c["linux"]["resources"]
+                .as_object_mut()
+                .map(|r| r.remove("devices"));
+        });
+        let id = unique_id("nodev");
+        let _g = rt.guard(&id);
+        let o = rt.run(&["run", "-b", b.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "made\nnull-ok\n", "{}", rt.name);
+        assert!(
+            text(&o.stderr).contains("Operation not permitted"),
+            "{}: {}",
+            rt.name,
+            text(&o.stderr)
+        );
+    }
+}

@@ -1,4 +1,10 @@
-//! `linux.resources.devices` on a cgroup v2 (unified) host.
+//! Device access rules (`linux.resources.devices`).
+//!
+//! On every host, a container starts from "deny every device", as under
+//! runc: a spec whose rules do not begin with a deny-all gets one put in
+//! front (`needs_default_deny`, `with_default_deny`). libcgroups' v1
+//! controller would otherwise start from the parent cgroup's allow-all, and
+//! a container holding CAP_MKNOD could make and open any host device.
 //!
 //! cgroup v2 has no devices controller: device access is decided by an eBPF
 //! program attached to the container's cgroup. libcgroups 0.7 only builds
@@ -25,7 +31,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use libcontainer::container::Container;
-use oci_spec::runtime::{LinuxDeviceType, Spec};
+use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceType, Spec};
 
 use self::program::{Insn, Rule, ACC_MKNOD, ACC_READ, ACC_WRITE, DEV_BLOCK, DEV_CHAR};
 use crate::error::{Failure, Result};
@@ -88,14 +94,47 @@ impl Filter {
     }
 }
 
-/// `linux.resources.devices`, checked.
-fn spec_rules(spec: &Spec, bundle: &Path) -> Result<Vec<Rule>> {
-    let Some(devices) = spec
-        .linux()
+/// The spec's device rules, if any.
+fn devices(spec: &Spec) -> Option<&Vec<LinuxDeviceCgroup>> {
+    spec.linux()
         .as_ref()
         .and_then(|l| l.resources().as_ref())
         .and_then(|r| r.devices().as_ref())
-    else {
+}
+
+/// Whether the rules do not start from "deny every device".
+pub fn needs_default_deny(spec: &Spec) -> bool {
+    !devices(spec).and_then(|d| d.first()).is_some_and(|first| {
+        !first.allow()
+            && matches!(first.typ().unwrap_or_default(), LinuxDeviceType::A)
+            && first.major().is_none_or(|m| m < 0)
+            && first.minor().is_none_or(|m| m < 0)
+            && first
+                .access()
+                .as_deref()
+                .is_none_or(|a| ['r', 'w', 'm'].iter().all(|c| a.contains(*c)))
+    })
+}
+
+/// Put a deny-all rule in front of the spec's device rules.
+pub fn with_default_deny(spec: &mut Spec) {
+    let Some(mut linux) = spec.linux().clone() else {
+        return;
+    };
+    let mut resources = linux.resources().clone().unwrap_or_default();
+    let mut rules = resources.devices().clone().unwrap_or_default();
+    let mut deny_all = LinuxDeviceCgroup::default();
+    deny_all.set_allow(false);
+    deny_all.set_access(Some("rwm".to_owned()));
+    rules.insert(0, deny_all);
+    resources.set_devices(Some(rules));
+    linux.set_resources(Some(resources));
+    spec.set_linux(Some(linux));
+}
+
+/// `linux.resources.devices`, checked.
+fn spec_rules(spec: &Spec, bundle: &Path) -> Result<Vec<Rule>> {
+    let Some(devices) = devices(spec) else {
         return Ok(Vec::new());
     };
     let mut rules = Vec::with_capacity(devices.len());
@@ -325,6 +364,49 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn rules_get_a_deny_all_in_front_unless_they_start_with_one() {
+        for (rules, needs) in [
+            (serde_json::json!([]), true),
+            (
+                serde_json::json!([{"allow": true, "type": "c", "major": 1, "minor": 3}]),
+                true,
+            ),
+            (
+                serde_json::json!([{"allow": false, "type": "c", "major": 1}]),
+                true,
+            ),
+            (serde_json::json!([{"allow": false, "access": "rw"}]), true),
+            (serde_json::json!([{"allow": false}]), false),
+            (
+                serde_json::json!([{"allow": false, "type": "a", "access": "rwm"}]),
+                false,
+            ),
+            (
+                serde_json::json!([{"allow": false, "major": -1, "minor": -1, "access": "mwr"}]),
+                false,
+            ),
+        ] {
+            let mut spec = spec_with(rules.clone());
+            assert_eq!(needs_default_deny(&spec), needs, "{rules}");
+            if needs {
+                with_default_deny(&mut spec);
+                assert!(!needs_default_deny(&spec), "{rules}");
+                assert_eq!(
+                    devices(&spec).unwrap().len(),
+                    rules.as_array().unwrap().len() + 1
+                );
+            }
+        }
+        let mut bare: Spec = serde_json::from_value(serde_json::json!({
+            "ociVersion": "1.0.2", "root": {"path": "rootfs"}, "linux": {}
+        }))
+        .unwrap();
+        assert!(needs_default_deny(&bare));
+        with_default_deny(&mut bare);
+        assert!(!needs_default_deny(&bare));
     }
 
     /// The verifier, not our reading of it, accepts what `program` emits for
