@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod error;
 mod executor;
+mod limits;
 mod logging;
 mod loopback;
 mod oom;

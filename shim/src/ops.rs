@@ -97,6 +97,7 @@ impl Runtime {
                 path.display().to_string()
             )));
         }
+        crate::limits::check(&bundle.spec, &bundle.dir, unified)?;
         // Loaded before anything exists: bad rules are a config error and a
         // kernel without cgroup BPF stops here, with nothing to clean up.
         let devices = crate::cgroup_devices::prepare(&bundle.spec, &bundle.dir, unified)?;

@@ -260,3 +260,34 @@ fn json_log_is_what_containerd_reads() {
     assert_eq!(v["msg"], "container does not exist");
     assert!(v["time"].as_str().unwrap().contains('T'));
 }
+
+/// Limits the cgroup layer would silently drop are refused before anything
+/// exists (runc refuses them too, at run time).
+#[test]
+fn unenforceable_limits_are_refused() {
+    if !need_root("unenforceable_limits_are_refused") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let id = unique_id("limits");
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| c["linux"]["resources"]["rdma"] = serde_json::json!({"mlx5_1": {"hcaHandles": 3}}));
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    expect(
+        &o,
+        2,
+        &["config.json: linux.resources.rdma: RDMA limits cannot be enforced"],
+    );
+    assert_nothing_left(&rt, &id);
+    if !std::path::Path::new("/sys/fs/cgroup/cgroup.procs").exists() {
+        let b = Bundle::busybox(&["true"]);
+        b.edit(|c| c["linux"]["resources"]["unified"] = serde_json::json!({"pids.max": "5"}));
+        let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+        expect(
+            &o,
+            2,
+            &["linux.resources.unified: cgroup v2 keys cannot be applied"],
+        );
+        assert_nothing_left(&rt, &id);
+    }
+}
