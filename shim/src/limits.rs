@@ -44,18 +44,11 @@ pub fn check(spec: &Spec, bundle: &Path, unified_host: bool) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn spec(resources: serde_json::Value) -> Spec {
-        serde_json::from_value(serde_json::json!({
-            "ociVersion": "1.0.2",
-            "root": {"path": "rootfs"},
-            "linux": {"resources": resources}
-        }))
-        .unwrap()
-    }
-
     #[test]
     fn rdma_is_refused_everywhere() {
-        let s = spec(serde_json::json!({"rdma": {"mlx5_1": {"hcaHandles": 3}}}));
+        let s = crate::test_support::spec_with_resources(
+            serde_json::json!({"rdma": {"mlx5_1": {"hcaHandles": 3}}}),
+        );
         for unified in [false, true] {
             let e = check(&s, Path::new("/b"), unified).unwrap_err();
             assert_eq!(e.exit_code(), 2);
@@ -67,7 +60,7 @@ mod tests {
             );
         }
         assert!(check(
-            &spec(serde_json::json!({"rdma": {}})),
+            &crate::test_support::spec_with_resources(serde_json::json!({"rdma": {}})),
             Path::new("/b"),
             false
         )
@@ -76,7 +69,9 @@ mod tests {
 
     #[test]
     fn unified_keys_are_refused_off_cgroup_v2_only() {
-        let s = spec(serde_json::json!({"unified": {"pids.max": "5"}}));
+        let s = crate::test_support::spec_with_resources(
+            serde_json::json!({"unified": {"pids.max": "5"}}),
+        );
         let e = check(&s, Path::new("/b"), false).unwrap_err();
         assert!(
             e.message
@@ -85,6 +80,11 @@ mod tests {
             e.message
         );
         assert!(check(&s, Path::new("/b"), true).is_ok());
-        assert!(check(&spec(serde_json::json!({})), Path::new("/b"), false).is_ok());
+        assert!(check(
+            &crate::test_support::spec_with_resources(serde_json::json!({})),
+            Path::new("/b"),
+            false
+        )
+        .is_ok());
     }
 }

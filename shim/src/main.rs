@@ -25,6 +25,8 @@ mod privilege;
 mod sealed_exe;
 mod seccomp_notify;
 mod stats;
+#[cfg(test)]
+mod test_support;
 mod timeout;
 mod wrap;
 

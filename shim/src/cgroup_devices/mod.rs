@@ -306,12 +306,7 @@ mod tests {
     use super::*;
 
     fn spec_with(devices: serde_json::Value) -> Spec {
-        serde_json::from_value(serde_json::json!({
-            "ociVersion": "1.0.2",
-            "root": {"path": "rootfs"},
-            "linux": {"resources": {"devices": devices}}
-        }))
-        .unwrap()
+        crate::test_support::spec_with_resources(serde_json::json!({ "devices": devices }))
     }
 
     #[test]
