@@ -1110,3 +1110,38 @@ fn devices_without_rules_are_denied_like_runc() {
         );
     }
 }
+
+/// `start` of a short-lived process (with startContainer and poststart
+/// hooks, as contest's hooks test) followed at once by a plain `delete`:
+/// the init may still be finishing when delete looks, and the delete must
+/// still succeed, as it does under runc.
+#[test]
+fn delete_right_after_start_of_a_short_process_succeeds() {
+    if !need_root("delete_right_after_start_of_a_short_process_succeeds") {
+        return;
+    }
+    for rt in runtimes("delete_right_after_start_of_a_short_process_succeeds") {
+        let b = Bundle::busybox(&["true"]);
+        b.edit(|c| {
+            let hook = serde_json::json!({"path": "/bin/sh", "args": ["sh", "-c", "true"]});
+            c["hooks"] = serde_json::json!({
+                "startContainer": [hook.clone(), hook.clone()],
+                "poststart": [hook.clone(), hook],
+            });
+        });
+        for round in 0..10 {
+            let id = unique_id("startdel");
+            let _g = rt.guard(&id);
+            let bundle = b.path().to_str().unwrap();
+            assert_exit(&rt.run(&["create", "-b", bundle, &id]), 0);
+            assert_exit(&rt.run(&["start", &id]), 0);
+            let o = rt.run(&["delete", &id]);
+            assert!(
+                o.status.success(),
+                "{} round {round}: {}",
+                rt.name,
+                text(&o.stderr)
+            );
+        }
+    }
+}

@@ -11,6 +11,9 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
         return Ok(0);
     }
     let mut c = rt.load(&args.container_id)?;
+    if !args.force && c.status() == ContainerStatus::Running && finishing(&c) {
+        c = rt.load(&args.container_id)?;
+    }
     if !args.force
         && !matches!(
             c.status(),
@@ -41,16 +44,32 @@ fn kill_and_wait(c: &mut Container) {
     if let Ok(sig) = crate::commands::kill::parse_signal("SIGKILL") {
         let _ = c.kill(sig, true);
     }
-    let Some(pid) = c.pid() else { return };
-    for _ in 0..200 {
-        // Signal 0: does the process still exist (zombies count as gone once
-        // reaped by their parent; a zombie init is already harmless).
+    if let Some(pid) = c.pid() {
+        wait_gone(pid, 200, std::time::Duration::from_millis(10));
+    }
+}
+
+/// A `delete` issued right after `start` of a short-lived process can find
+/// the init still running its startContainer hooks or its last
+/// instructions; runc, slower to start up, rarely sees that window. Give
+/// the init up to 100 ms to finish before refusing: whether it is gone now.
+fn finishing(c: &Container) -> bool {
+    c.pid()
+        .is_some_and(|pid| wait_gone(pid, 50, std::time::Duration::from_millis(2)))
+}
+
+/// Poll (`tries` times, `every` apart) until `pid` is gone or a zombie (a
+/// zombie init is already harmless); whether it got there.
+fn wait_gone(pid: nix::unistd::Pid, tries: u32, every: std::time::Duration) -> bool {
+    for _ in 0..tries {
+        // Signal 0: does the process still exist.
         match nix::sys::signal::kill(pid, None) {
-            Err(_) => return,
-            Ok(()) if is_zombie(pid.as_raw()) => return,
-            Ok(()) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Err(_) => return true,
+            Ok(()) if is_zombie(pid.as_raw()) => return true,
+            Ok(()) => std::thread::sleep(every),
         }
     }
+    false
 }
 
 fn is_zombie(pid: i32) -> bool {
