@@ -249,25 +249,24 @@ pub fn from_v1(s: &libcgroups::stats::Stats, cpuset_dir: &Path) -> Stats {
 }
 
 fn cpuset_v1(dir: &Path) -> CpuSet {
-    let num = |f: &str| v2::read_trimmed(&dir.join(f)).and_then(|s| s.parse().ok());
-    let list = |f: &str| {
-        v2::read_trimmed(&dir.join(f))
-            .and_then(|s| parse_list(&s))
-            .unwrap_or_default()
-    };
+    // Unreadable or unparsable files read as zero (empty), as runc reports them.
+    let text = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let num = |f: &str| text(f).trim().parse().unwrap_or(0);
+    let list = |f: &str| parse_list(text(f).trim()).unwrap_or_default();
     CpuSet {
         cpus: list("cpuset.cpus"),
-        cpu_exclusive: num("cpuset.cpu_exclusive").unwrap_or(0),
+        cpu_exclusive: num("cpuset.cpu_exclusive"),
         mems: list("cpuset.mems"),
-        mem_hardwall: num("cpuset.mem_hardwall").unwrap_or(0),
-        mem_exclusive: num("cpuset.mem_exclusive").unwrap_or(0),
-        memory_migrate: num("cpuset.memory_migrate").unwrap_or(0),
-        memory_spread_page: num("cpuset.memory_spread_page").unwrap_or(0),
-        memory_spread_slab: num("cpuset.memory_spread_slab").unwrap_or(0),
-        memory_pressure: num("cpuset.memory_pressure").unwrap_or(0),
-        sched_load_balance: num("cpuset.sched_load_balance").unwrap_or(0),
-        sched_relax_domain_level: v2::read_trimmed(&dir.join("cpuset.sched_relax_domain_level"))
-            .and_then(|s| s.parse().ok())
+        mem_hardwall: num("cpuset.mem_hardwall"),
+        mem_exclusive: num("cpuset.mem_exclusive"),
+        memory_migrate: num("cpuset.memory_migrate"),
+        memory_spread_page: num("cpuset.memory_spread_page"),
+        memory_spread_slab: num("cpuset.memory_spread_slab"),
+        memory_pressure: num("cpuset.memory_pressure"),
+        sched_load_balance: num("cpuset.sched_load_balance"),
+        sched_relax_domain_level: text("cpuset.sched_relax_domain_level")
+            .trim()
+            .parse()
             .unwrap_or(0),
     }
 }

@@ -20,13 +20,6 @@ pub fn read(dir: &Path) -> io::Result<Stats> {
     Ok(s)
 }
 
-/// Trimmed contents of a small file, `None` if unreadable.
-pub(super) fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_owned())
-}
-
 fn read_file(dir: &Path, name: &str) -> io::Result<String> {
     std::fs::read_to_string(dir.join(name))
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display())))
