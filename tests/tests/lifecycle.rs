@@ -1113,8 +1113,10 @@ fn devices_without_rules_are_denied_like_runc() {
 
 /// `start` of a short-lived process (with startContainer and poststart
 /// hooks, as contest's hooks test) followed at once by a plain `delete`:
-/// the init may still be finishing when delete looks, and the delete must
-/// still succeed, as it does under runc.
+/// the init may still be finishing when delete looks, and sandboy's delete
+/// must still succeed. runc has the same window and no grace: on a loaded
+/// host it loses the race now and then (CI saw 1 in 10), so its rounds are
+/// reported, not asserted.
 #[test]
 fn delete_right_after_start_of_a_short_process_succeeds() {
     if !need_root("delete_right_after_start_of_a_short_process_succeeds") {
@@ -1129,6 +1131,7 @@ fn delete_right_after_start_of_a_short_process_succeeds() {
                 "poststart": [hook.clone(), hook],
             });
         });
+        let mut refused = Vec::new();
         for round in 0..10 {
             let id = unique_id("startdel");
             let _g = rt.guard(&id);
@@ -1136,12 +1139,18 @@ fn delete_right_after_start_of_a_short_process_succeeds() {
             assert_exit(&rt.run(&["create", "-b", bundle, &id]), 0);
             assert_exit(&rt.run(&["start", &id]), 0);
             let o = rt.run(&["delete", &id]);
-            assert!(
-                o.status.success(),
-                "{} round {round}: {}",
+            if !o.status.success() {
+                refused.push(format!("round {round}: {}", text(&o.stderr)));
+            }
+        }
+        if rt.name == "runc" {
+            eprintln!(
+                "{}: delete right after start refused in {}/10 rounds (no grace in runc)",
                 rt.name,
-                text(&o.stderr)
+                refused.len()
             );
+        } else {
+            assert!(refused.is_empty(), "{}: {refused:?}", rt.name);
         }
     }
 }

@@ -51,11 +51,12 @@ fn kill_and_wait(c: &mut Container) {
 
 /// A `delete` issued right after `start` of a short-lived process can find
 /// the init still running its startContainer hooks or its last
-/// instructions; runc, slower to start up, rarely sees that window. Give
-/// the init up to 100 ms to finish before refusing: whether it is gone now.
+/// instructions; runc has the same window (it loses the race too, under
+/// load). Give the init up to 300 ms to finish before refusing, enough for
+/// a loaded CI host: whether it is gone now.
 fn finishing(c: &Container) -> bool {
     c.pid()
-        .is_some_and(|pid| wait_gone(pid, 50, std::time::Duration::from_millis(2)))
+        .is_some_and(|pid| wait_gone(pid, 150, std::time::Duration::from_millis(2)))
 }
 
 /// Poll (`tries` times, `every` apart) until `pid` is gone or a zombie (a
