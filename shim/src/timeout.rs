@@ -109,16 +109,15 @@ fn wait_or_kill(rt: &Runtime, id: &str, pidfd: &OwnedFd, ms: u64) -> i32 {
     );
     let _ = std::fs::write(rt.root.join(id).join(MARKER), b"");
     match rt.load(id) {
-        Ok(mut c) => match c.kill(
-            libcontainer::signal::Signal::try_from("SIGKILL").expect("valid"),
-            true,
-        ) {
-            Ok(()) => 0,
-            Err(e) => {
-                tracing::warn!(id, error = %crate::error::chain(&e), "timeout kill failed");
-                1
+        Ok(c) => {
+            match crate::commands::kill::deliver(&c, nix::sys::signal::Signal::SIGKILL, true) {
+                Ok(()) => 0,
+                Err(e) => {
+                    tracing::warn!(id, error = %e.message, "timeout kill failed");
+                    1
+                }
             }
-        },
+        }
         Err(e) => {
             tracing::warn!(id, error = %e, "timeout: container state vanished");
             1

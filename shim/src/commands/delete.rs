@@ -41,9 +41,7 @@ fn kill_and_wait(c: &mut Container) {
     if c.status() == ContainerStatus::Paused {
         let _ = c.resume();
     }
-    if let Ok(sig) = crate::commands::kill::parse_signal("SIGKILL") {
-        let _ = c.kill(sig, true);
-    }
+    let _ = crate::commands::kill::deliver(c, nix::sys::signal::Signal::SIGKILL, true);
     if let Some(pid) = c.pid() {
         wait_gone(pid, 200, std::time::Duration::from_millis(10));
     }
