@@ -79,10 +79,7 @@ impl Runtime {
         // cgroupsPath on a unified host (the systemd manager, not built in).
         // Absolute paths, sandboy's default `/sandboy/<id>` included, stay
         // on cgroupfs v2.
-        let unified = matches!(
-            libcgroups::common::get_cgroup_setup(),
-            Ok(libcgroups::common::CgroupSetup::Unified)
-        );
+        let unified = unified_host();
         let relative_path = linux.cgroups_path().as_ref().filter(|p| !p.is_absolute());
         if let Some(path) = relative_path.filter(|_| {
             unified
@@ -337,6 +334,14 @@ fn delete_stopped(c: &Container, cfg: &YoukiConfig) -> bool {
     }
     // The state directory goes with the rest of the leftovers.
     true
+}
+
+/// Whether this host runs cgroup v2 only (no v1 controllers mounted).
+pub fn unified_host() -> bool {
+    matches!(
+        libcgroups::common::get_cgroup_setup(),
+        Ok(libcgroups::common::CgroupSetup::Unified)
+    )
 }
 
 /// The cgroup manager of a container (cgroup path and manager kind as

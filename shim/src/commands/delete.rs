@@ -12,7 +12,7 @@ pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
     }
     let mut c = rt.load(&args.container_id)?;
     if !args.force && c.status() == ContainerStatus::Running && finishing(&c) {
-        c = rt.load(&args.container_id)?;
+        c.refresh_status()?;
     }
     if !args.force
         && !matches!(

@@ -2,6 +2,7 @@ use libcgroups::common::{CgroupManager, FreezerState};
 use libcontainer::container::{Container, ContainerStatus};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 
 use crate::cli::Kill;
 use crate::error::{Failure, Result};
@@ -32,17 +33,12 @@ pub fn deliver(c: &Container, signal: Signal, all: bool) -> Result<()> {
     let pid = c
         .pid()
         .ok_or_else(|| Failure::runtime("container process pid not found in state"))?;
-    match nix::sys::signal::kill(pid, signal) {
-        // Gone already: what a kill wants.
-        Ok(()) | Err(Errno::ESRCH) => {}
-        Err(e) => return Err(Failure::runtime(format!("kill {signal} to pid {pid}: {e}"))),
-    }
+    signal_pid(pid, signal)?;
     // On cgroup v1 a frozen process cannot act on SIGKILL until thawed.
-    let v1 = !matches!(
-        libcgroups::common::get_cgroup_setup(),
-        Ok(libcgroups::common::CgroupSetup::Unified)
-    );
-    if v1 && c.status() == ContainerStatus::Paused && signal == Signal::SIGKILL {
+    if signal == Signal::SIGKILL
+        && c.status() == ContainerStatus::Paused
+        && !crate::ops::unified_host()
+    {
         crate::ops::cgroup_manager(c)?
             .freeze(FreezerState::Thawed)
             .map_err(|e| Failure::runtime(format!("thawing {} for SIGKILL: {e}", c.id())))?;
@@ -60,17 +56,19 @@ fn deliver_to_all(c: &Container, signal: Signal) -> Result<()> {
     let sent = cgroup
         .get_all_pids()
         .map_err(|e| Failure::runtime(format!("processes of {}: {e}", c.id())))
-        .and_then(|pids| {
-            pids.into_iter()
-                .try_for_each(|pid| match nix::sys::signal::kill(pid, signal) {
-                    Ok(()) | Err(Errno::ESRCH) => Ok(()),
-                    Err(e) => Err(Failure::runtime(format!("kill {signal} to pid {pid}: {e}"))),
-                })
-        });
+        .and_then(|pids| pids.into_iter().try_for_each(|pid| signal_pid(pid, signal)));
     if let Err(e) = cgroup.freeze(FreezerState::Thawed) {
         tracing::warn!(id = c.id(), error = %e, "cannot thaw the container after signalling it");
     }
     sent
+}
+
+/// One process; one already gone is what a kill wants.
+fn signal_pid(pid: Pid, signal: Signal) -> Result<()> {
+    match nix::sys::signal::kill(pid, signal) {
+        Ok(()) | Err(Errno::ESRCH) => Ok(()),
+        Err(e) => Err(Failure::runtime(format!("kill {signal} to pid {pid}: {e}"))),
+    }
 }
 
 /// A signal as runc's `kill` takes it: a name with or without `SIG`, in
