@@ -264,6 +264,29 @@ fn harmless_signals_keep_the_container_state() {
     }
 }
 
+/// SIGKILL stops a paused container: on cgroup v1 a frozen process acts on
+/// it only once thawed, which `kill` does for SIGKILL, as runc does.
+#[test]
+fn sigkill_stops_a_paused_container() {
+    if !need_root("sigkill_stops_a_paused_container") {
+        return;
+    }
+    for rt in runtimes("sigkill_stops_a_paused_container") {
+        let b = Bundle::busybox(&["sleep", "60"]);
+        let id = unique_id("pausekill");
+        let _g = rt.guard(&id);
+        assert_exit(
+            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
+        assert_exit(&rt.run(&["start", &id]), 0);
+        assert_exit(&rt.run(&["pause", &id]), 0);
+        assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
+        rt.wait_status(&id, "stopped");
+        assert_exit(&rt.run(&["delete", &id]), 0);
+    }
+}
+
 #[test]
 fn exec_inline_and_process_file() {
     if !need_root("exec_inline_and_process_file") {
