@@ -246,6 +246,11 @@ impl Runtime {
         capture(self.cmd().args(args))
     }
 
+    /// `create` a container `id` from `bundle`, capturing output.
+    pub fn create(&self, bundle: &Bundle, id: &str) -> Output {
+        self.run(&["create", "--bundle", bundle.path().to_str().unwrap(), id])
+    }
+
     /// `state` as JSON (panics with the runtime's stderr if it fails).
     pub fn state(&self, id: &str) -> serde_json::Value {
         let o = self.run(&["state", id]);

@@ -61,7 +61,7 @@ fn malformed_config_json_is_located() {
     )
     .unwrap();
     let id = unique_id("badjson");
-    let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+    let o = rt.create(&b, &id);
     expect(&o, 2, &["config.json:3:", "invalid config.json"]);
     assert_nothing_left(&rt, &id);
 }
@@ -75,22 +75,18 @@ fn invalid_config_field_is_located() {
     let b = Bundle::busybox(&["true"]);
     b.edit(|c| c["process"]["args"] = 42.into());
     let id = unique_id("badfield");
-    let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+    let o = rt.create(&b, &id);
     expect(&o, 2, &["config.json:", "invalid config.json"]);
     assert_nothing_left(&rt, &id);
 
     let b = Bundle::busybox(&["true"]);
     b.edit(|c| c["root"] = serde_json::json!({"path": "/nonexistent-rootfs"}));
-    let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+    let o = rt.create(&b, &id);
     expect(&o, 2, &["root.path"]);
     assert_nothing_left(&rt, &id);
     let b = Bundle::busybox(&["true"]);
     b.edit(|c| c["process"]["args"] = serde_json::json!([]));
-    expect(
-        &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-        2,
-        &["process.args is empty"],
-    );
+    expect(&rt.create(&b, &id), 2, &["process.args is empty"]);
     assert_nothing_left(&rt, &id);
 }
 
@@ -117,7 +113,7 @@ fn bad_annotations_are_config_errors() {
         let b = Bundle::busybox(&["true"]);
         b.edit(|c| c["annotations"] = serde_json::json!({ key: value }));
         let id = unique_id("badann");
-        let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+        let o = rt.create(&b, &id);
         expect(&o, 2, &[needle]);
         assert_nothing_left(&rt, &id);
     }
@@ -155,11 +151,8 @@ fn missing_bundle_unknown_and_duplicate_ids() {
     let b = Bundle::busybox(&["sleep", "30"]);
     let id = unique_id("dup");
     let _g = rt.guard(&id);
-    assert_exit(
-        &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-        0,
-    );
-    let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+    assert_exit(&rt.create(&b, &id), 0);
+    let o = rt.create(&b, &id);
     expect(&o, 1, &["container with id exists"]);
     // The first container is untouched by the failed duplicate.
     assert_eq!(rt.status(&id), "created");

@@ -87,10 +87,7 @@ fn lifecycle_on_cgroup_v2_matches_runc() {
         let b = Bundle::busybox(&["sh", "-c", "touch /tmp/ready; sleep 1000"]);
         let id = unique_id("v2life");
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "-b", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         let st = rt.state(&id);
         assert_eq!(st["status"], "created", "{}", rt.name);
         let pid = st["pid"].as_i64().unwrap();
@@ -255,7 +252,7 @@ fn memory_limit_on_cgroup_v2_is_applied_or_refused_like_runc() {
         b.edit(|c| c["linux"]["resources"]["memory"] = serde_json::json!({"limit": 100663296}));
         let id = unique_id("v2mem");
         let _g = rt.guard(&id);
-        let o = rt.run(&["create", "-b", b.path().to_str().unwrap(), &id]);
+        let o = rt.create(&b, &id);
         if has_memory {
             assert_exit(&o, 0);
             let cg = v2_cgroup_of(rt.state(&id)["pid"].as_i64().unwrap());

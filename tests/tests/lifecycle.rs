@@ -198,10 +198,7 @@ fn kill_by_name_number_and_all() {
             ]);
             let id = unique_id("kill");
             let _g = rt.guard(&id);
-            assert_exit(
-                &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-                0,
-            );
+            assert_exit(&rt.create(&b, &id), 0);
             assert_exit(&rt.run(&["start", &id]), 0);
             wait_ready(&rt, &id);
             assert_exit(&rt.run(&["kill", &id, sig]), 0);
@@ -210,10 +207,7 @@ fn kill_by_name_number_and_all() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("killall");
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["start", &id]), 0);
         assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "60"]), 0);
         assert_exit(&rt.run(&["kill", "--all", &id, "KILL"]), 0);
@@ -249,10 +243,7 @@ fn harmless_signals_keep_the_container_state() {
         ]);
         let id = unique_id("winch");
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["kill", &id, "WINCH"]), 0);
         assert_eq!(rt.status(&id), "created", "{}", rt.name);
         assert_exit(&rt.run(&["start", &id]), 0);
@@ -275,10 +266,7 @@ fn sigkill_stops_a_paused_container() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("pausekill");
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["start", &id]), 0);
         assert_exit(&rt.run(&["pause", &id]), 0);
         assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
@@ -296,10 +284,7 @@ fn exec_inline_and_process_file() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("exec");
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["start", &id]), 0);
         let o = rt.run(&[
             "exec",
@@ -391,10 +376,7 @@ fn update_memory_and_pids_visible_in_cgroup() {
         let cg = format!("/{id}");
         b.edit(|c| c["linux"]["cgroupsPath"] = cg.clone().into());
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["start", &id]), 0);
         assert_exit(
             &rt.run(&["update", "--memory", "64m", "--pids-limit", "42", &id]),
@@ -482,8 +464,7 @@ fn failing_poststop_hook_warns_and_the_container_is_still_deleted() {
         });
         let id = unique_id("psfail");
         let _g = rt.guard(&id);
-        let bundle = b.path().to_str().unwrap();
-        assert_exit(&rt.run(&["create", "--bundle", bundle, &id]), 0);
+        assert_exit(&rt.create(&b, &id), 0);
         assert_exit(&rt.run(&["start", &id]), 0);
         rt.wait_status(&id, "stopped");
         let o = rt.run(&["delete", &id]);
@@ -523,10 +504,7 @@ fn disable_oom_killer_reaches_the_memory_cgroup() {
                 serde_json::json!({"limit": 64u64 << 20, "disableOOMKiller": true});
         });
         let _g = rt.guard(&id);
-        assert_exit(
-            &rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
-            0,
-        );
+        assert_exit(&rt.create(&b, &id), 0);
         let ctl = fs::read_to_string(format!("/sys/fs/cgroup/memory{cg}/memory.oom_control"))
             .unwrap_or_default();
         assert!(
@@ -714,7 +692,7 @@ fn seccomp_notify_listener_reaches_the_agent() {
         assert_eq!(lines.next().unwrap().unwrap(), "listening");
         let id = unique_id("notify");
         let _g = rt.guard(&id);
-        let o = rt.run(&["create", "--bundle", b.path().to_str().unwrap(), &id]);
+        let o = rt.create(&b, &id);
         assert_exit(&o, 0);
         let got: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
         let _ = agent.wait();
@@ -1200,8 +1178,7 @@ fn delete_right_after_start_of_a_short_process_succeeds() {
         for round in 0..10 {
             let id = unique_id("startdel");
             let _g = rt.guard(&id);
-            let bundle = b.path().to_str().unwrap();
-            assert_exit(&rt.run(&["create", "-b", bundle, &id]), 0);
+            assert_exit(&rt.create(&b, &id), 0);
             assert_exit(&rt.run(&["start", &id]), 0);
             let o = rt.run(&["delete", &id]);
             if !o.status.success() {
