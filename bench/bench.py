@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Container lifecycle benchmark: sandboy vs runc vs crun on one busybox
+"""Container lifecycle benchmark: sandboy vs runc vs crun (and youki, when
+given) on one busybox
 `/bin/true` bundle, interleaved in one run, medians and ratios.
 
 Runs inside one private mount namespace (see bench.sh) in which the cgroup2
@@ -51,8 +52,11 @@ def main():
     sandboy, bundle, policy_bundle = sys.argv[1:4]
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     runtimes = {"sandboy": sandboy}
-    for name in ("runc", "crun"):
-        path = shutil.which(name)
+    # youki is not packaged for Debian: give its binary as YOUKI=/path to
+    # compare against libcontainer's own runtime (any peer can be pointed
+    # at a binary the same way, e.g. CRUN=/opt/crun).
+    for name in ("runc", "crun", "youki"):
+        path = os.environ.get(name.upper()) or shutil.which(name)
         if path:
             runtimes[name] = path
     cases = [(name, bin, bundle) for name, bin in runtimes.items()]
@@ -106,7 +110,7 @@ def main():
               f"{med(s['delete']):>9.1f}{csd:>9.1f}{(max(s['rss']) if s['rss'] else 0)/1024:>9.1f}MB")
     base = table["sandboy"]
     print("ratios (sandboy / peer; below 1.0 is faster):")
-    for peer in ("runc", "crun"):
+    for peer in ("runc", "crun", "youki"):
         if peer in table:
             print(f"  vs {peer:<5} run+delete {base[0]/table[peer][0]:.2f}   create+start+delete {base[1]/table[peer][1]:.2f}")
     # The overhead as the median of per-iteration differences: plain and
