@@ -59,6 +59,8 @@ def main():
         path = os.environ.get(name.upper()) or shutil.which(name)
         if path:
             runtimes[name] = path
+        else:
+            print(f"{name}: not compared (not found; {name.upper()}=/path/to/{name} adds it)")
     cases = [(name, bin, bundle) for name, bin in runtimes.items()]
     cases.append(("sandboy+strict", sandboy, policy_bundle))
     roots = {c[0]: tempfile.mkdtemp(prefix=f"bench-{c[0]}-") for c in cases}
