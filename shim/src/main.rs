@@ -20,6 +20,7 @@ mod loopback;
 mod oom;
 mod ops;
 mod output;
+mod pidfd;
 mod poststop;
 mod privilege;
 mod sealed_exe;

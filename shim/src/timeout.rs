@@ -3,14 +3,15 @@
 //! deadline. It holds a pidfd of the init, so a recycled pid cannot fool it,
 //! and exits as soon as the init does.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use libcontainer::container::Container;
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::unistd::{fork, setsid, ForkResult};
 
 use crate::error::{Failure, Result};
 use crate::ops::Runtime;
+use crate::pidfd::Pidfd;
 
 /// Marker left in the state dir when the deadline fired.
 pub const MARKER: &str = "timed-out";
@@ -29,7 +30,8 @@ pub fn watch(rt: &Runtime, c: &Container) -> Result<()> {
     let pid = c
         .pid()
         .ok_or_else(|| Failure::runtime("container has no init pid"))?;
-    let pidfd = pidfd_open(pid.as_raw())?;
+    let pidfd =
+        Pidfd::open(pid).map_err(|e| Failure::runtime(format!("pidfd_open({pid}): {e}")))?;
 
     // SAFETY: the runtime is single-threaded (libcontainer forbids threads
     // before cloning); the child only calls async-signal-safe functions until
@@ -46,26 +48,13 @@ pub fn watch(rt: &Runtime, c: &Container) -> Result<()> {
             match unsafe { fork() } {
                 Ok(ForkResult::Child) => {
                     detach_stdio();
-                    let code = wait_or_kill(rt, c.id(), &pidfd, span.as_millis());
+                    let code = wait_or_kill(rt, c.id(), &pidfd, span.0);
                     std::process::exit(code);
                 }
                 _ => std::process::exit(0),
             }
         }
     }
-}
-
-fn pidfd_open(pid: i32) -> Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(Failure::runtime(format!(
-            "pidfd_open({pid}): {}",
-            std::io::Error::last_os_error()
-        )));
-    }
-    // SAFETY: the kernel just returned this fd to us; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Point stdio at /dev/null so the watcher keeps no pipe of the caller open.
@@ -81,30 +70,15 @@ fn detach_stdio() {
     }
 }
 
-fn wait_or_kill(rt: &Runtime, id: &str, pidfd: &OwnedFd, ms: u64) -> i32 {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        let wait = PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32)
-            .unwrap_or(PollTimeout::MAX);
-        let mut fds = [PollFd::new(
-            // SAFETY-free: borrowing the fd we own for the duration of poll.
-            std::os::fd::AsFd::as_fd(pidfd),
-            PollFlags::POLLIN,
-        )];
-        match poll(&mut fds, wait) {
-            Ok(0) => continue,
-            Ok(_) => return 0,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return 1,
-        }
+fn wait_or_kill(rt: &Runtime, id: &str, pidfd: &Pidfd, span: Duration) -> i32 {
+    match pidfd.wait_exit(span) {
+        Ok(true) => return 0,
+        Ok(false) => {}
+        Err(_) => return 1,
     }
     tracing::warn!(
         id,
-        timeout_ms = ms,
+        timeout_ms = span.as_millis() as u64,
         "container exceeded its timeout (dev.sandboy.timeout); killing it"
     );
     let _ = std::fs::write(rt.root.join(id).join(MARKER), b"");

@@ -365,6 +365,56 @@ fn exec_inline_and_process_file() {
     }
 }
 
+/// `delete --force` of a running container that shares the host's PID
+/// namespace: the init's death does not take the other processes with it, so
+/// the exec'd one must be killed too, and every cgroup directory removed.
+#[test]
+fn force_delete_without_pid_namespace_kills_every_process() {
+    let test = "force_delete_without_pid_namespace_kills_every_process";
+    if !need_root(test) {
+        return;
+    }
+    for rt in runtimes(test) {
+        let b = Bundle::busybox(&["sleep", "61"]);
+        let id = unique_id("fdel");
+        let cg = format!("/{id}");
+        b.edit(|c| {
+            c["linux"]["cgroupsPath"] = cg.clone().into();
+            c["linux"]["namespaces"]
+                .as_array_mut()
+                .unwrap()
+                .retain(|n| n["type"] != "pid");
+        });
+        let _g = rt.guard(&id);
+        assert_exit(&rt.create(&b, &id), 0);
+        assert_exit(&rt.run(&["start", &id]), 0);
+        assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "62"]), 0);
+        let procs = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/cgroup.procs")).unwrap();
+        let pids: Vec<i32> = procs.lines().filter_map(|l| l.parse().ok()).collect();
+        assert_eq!(pids.len(), 2, "{}: {procs}", rt.name);
+
+        assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+        assert!(!rt.run(&["state", &id]).status.success(), "{}", rt.name);
+        for pid in pids {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            assert!(
+                stat.is_empty()
+                    || stat
+                        .rsplit_once(") ")
+                        .is_some_and(|(_, r)| r.starts_with('Z')),
+                "{}: pid {pid} survived delete --force: {stat}",
+                rt.name
+            );
+        }
+        assert_eq!(
+            cgroups_named(&id),
+            Vec::<std::path::PathBuf>::new(),
+            "{}",
+            rt.name
+        );
+    }
+}
+
 #[test]
 fn update_memory_and_pids_visible_in_cgroup() {
     if !need_root_and_v1_memory("update_memory_and_pids_visible_in_cgroup", "") {

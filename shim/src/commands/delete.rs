@@ -1,8 +1,12 @@
+use std::time::Duration;
+
 use libcontainer::container::{Container, ContainerStatus};
+use nix::unistd::Pid;
 
 use crate::cli::Delete;
 use crate::error::{Failure, Result};
 use crate::ops::Runtime;
+use crate::pidfd::Pidfd;
 
 pub fn run(rt: &Runtime, args: Delete) -> Result<i32> {
     if args.force && !rt.exists(&args.container_id) {
@@ -43,7 +47,10 @@ fn kill_and_wait(c: &mut Container) {
     }
     let _ = crate::commands::kill::deliver(c, nix::sys::signal::Signal::SIGKILL, true);
     if let Some(pid) = c.pid() {
-        wait_gone(pid, 200, std::time::Duration::from_millis(10));
+        if wait_gone(pid, Duration::from_secs(2)) {
+            // Now stopped: the delete of a stopped container applies.
+            let _ = c.refresh_status();
+        }
     }
 }
 
@@ -54,26 +61,14 @@ fn kill_and_wait(c: &mut Container) {
 /// a loaded CI host: whether it is gone now.
 fn finishing(c: &Container) -> bool {
     c.pid()
-        .is_some_and(|pid| wait_gone(pid, 150, std::time::Duration::from_millis(2)))
+        .is_some_and(|pid| wait_gone(pid, Duration::from_millis(300)))
 }
 
-/// Poll (`tries` times, `every` apart) until `pid` is gone or a zombie (a
-/// zombie init is already harmless); whether it got there.
-fn wait_gone(pid: nix::unistd::Pid, tries: u32, every: std::time::Duration) -> bool {
-    for _ in 0..tries {
-        // Signal 0: does the process still exist.
-        match nix::sys::signal::kill(pid, None) {
-            Err(_) => return true,
-            Ok(()) if is_zombie(pid.as_raw()) => return true,
-            Ok(()) => std::thread::sleep(every),
-        }
+/// Wait up to `limit` until `pid` has exited (a zombie init is already
+/// harmless); whether it has. Woken by the exit itself through a pidfd.
+fn wait_gone(pid: Pid, limit: Duration) -> bool {
+    match Pidfd::open(pid) {
+        Ok(fd) => fd.wait_exit(limit).unwrap_or(false),
+        Err(e) => e.raw_os_error() == Some(libc::ESRCH),
     }
-    false
-}
-
-fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
-        .unwrap_or(true)
 }
