@@ -7,7 +7,11 @@ Runs inside one private mount namespace (see bench.sh) in which the cgroup2
 controller list is hidden, which crun needs on this hybrid-cgroup host; every
 runtime runs under that same namespace, so the comparison stays fair.
 
-Usage: bench.py SANDBOY_BIN BUNDLE POLICY_BUNDLE [N]
+With a LONG_BUNDLE (a process that keeps running), it also times what
+engines do to a running container: `exec` of /bin/true into it (health
+checks, `kubectl exec`) and `delete --force` of it (`podman rm -f`).
+
+Usage: bench.py SANDBOY_BIN BUNDLE POLICY_BUNDLE [N [LONG_BUNDLE]]
 """
 import os
 import random
@@ -51,6 +55,7 @@ def peak_rss_kib(argv):
 def main():
     sandboy, bundle, policy_bundle = sys.argv[1:4]
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 30
+    long_bundle = sys.argv[5] if len(sys.argv) > 5 else None
     runtimes = {"sandboy": sandboy}
     # youki is not packaged for Debian: give its binary as YOUKI=/path to
     # compare against libcontainer's own runtime (any peer can be pointed
@@ -64,7 +69,8 @@ def main():
     cases = [(name, bin, bundle) for name, bin in runtimes.items()]
     cases.append(("sandboy+strict", sandboy, policy_bundle))
     roots = {c[0]: tempfile.mkdtemp(prefix=f"bench-{c[0]}-") for c in cases}
-    samples = {c[0]: {"run": [], "create": [], "start": [], "delete": [], "rss": []} for c in cases}
+    steps = ("run", "create", "start", "delete", "exec", "kill+delete", "rss")
+    samples = {c[0]: {step: [] for step in steps} for c in cases}
     failures = {}
 
     for i in range(n):
@@ -89,6 +95,20 @@ def main():
                     timed([bin, *root, "delete", "--force", cid])
                     break
                 samples[name][step].append(ms)
+            if long_bundle and name != "sandboy+strict":
+                cid = f"bench-{i}-l"
+                _, code, err = timed([bin, *root, "run", "--detach", "--bundle", long_bundle, cid])
+                if code != 0:
+                    failures.setdefault(name, f"run --detach: {err.strip()[-300:]}")
+                    continue
+                for step, argv in (("exec", ["exec", cid, "/bin/true"]),
+                                   ("kill+delete", ["delete", "--force", cid])):
+                    ms, code, err = timed([bin, *root, *argv])
+                    if code != 0:
+                        failures.setdefault(name, f"{step}: {err.strip()[-300:]}")
+                        timed([bin, *root, "delete", "--force", cid])
+                        break
+                    samples[name][step].append(ms)
 
     # Peak RSS of each runtime command (create/start/delete; the runtime
     # process only: create returns before the container process runs).
@@ -110,6 +130,13 @@ def main():
         table[name] = (med(s["run"]), csd)
         print(f"{name:<16}{med(s['run']):>12.1f}{med(s['create']):>9.1f}{med(s['start']):>9.1f}"
               f"{med(s['delete']):>9.1f}{csd:>9.1f}{(max(s['rss']) if s['rss'] else 0)/1024:>9.1f}MB")
+    if long_bundle:
+        print("on a running container (sleep), medians in ms:")
+        print(f"{'runtime':<16}{'exec /bin/true':>16}{'delete --force':>16}")
+        for name, _, _ in cases:
+            s = samples[name]
+            if s["exec"]:
+                print(f"{name:<16}{med(s['exec']):>16.1f}{med(s['kill+delete']):>16.1f}")
     base = table["sandboy"]
     print("ratios (sandboy / peer; below 1.0 is faster):")
     for peer in ("runc", "crun", "youki"):

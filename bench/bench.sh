@@ -11,6 +11,7 @@ work=$(mktemp -d /tmp/sandboy-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 "$repo/bundles/busybox.sh" "$work/plain" /bin/true >/dev/null
+"$repo/bundles/busybox.sh" "$work/long" /bin/sleep 1000 >/dev/null
 # The strict policy, with /bin/true as its process, on the same rootfs.
 "$repo/bundles/busybox.sh" "$work/strict" /bin/true >/dev/null
 sed 's|^args = .*|args = ["/bin/true"]|' "$repo/policies/strict.toml" > "$work/strict.toml"
@@ -22,7 +23,7 @@ echo "== container lifecycle ($profile build, $(nproc) cores)"
 # very same view.
 unshare -m --propagation private bash -c '
   mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null || true
-  exec python3 "$0" "$@"' "$repo/bench/bench.py" "$sandboy" "$work/plain" "$work/strict" "$n"
+  exec python3 "$0" "$@"' "$repo/bench/bench.py" "$sandboy" "$work/plain" "$work/strict" "$n" "$work/long"
 
 echo
 echo "== sandboy-spec-gen generate, 200-rule policy"
