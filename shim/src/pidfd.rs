@@ -29,12 +29,13 @@ impl Pidfd {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let wait = PollTimeout::try_from(left.as_millis().min(i32::MAX as u128) as i32)
-                .unwrap_or(PollTimeout::MAX);
+            // Whole milliseconds, rounded up: a sub-millisecond rest must
+            // not become a busy loop of zero-timeout polls.
+            let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
+            let wait = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
             let mut fds = [PollFd::new(self.0.as_fd(), PollFlags::POLLIN)];
             match poll(&mut fds, wait) {
                 Ok(0) if left.is_zero() => return Ok(false),
-                // Woken early (or rounded down to whole ms): wait the rest.
                 Ok(0) => continue,
                 Ok(_) => return Ok(true),
                 Err(nix::errno::Errno::EINTR) => continue,
