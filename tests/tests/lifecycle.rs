@@ -80,6 +80,36 @@ fn run_propagates_exit_status_and_output() {
     assert_eq!(seen.len(), 1);
 }
 
+/// `--no-pivot` (chroot instead of pivot_root, for rootfs on a ramdisk):
+/// the container still starts in its rootfs, host paths out of sight, and
+/// its status comes back, as with runc.
+#[test]
+fn no_pivot_runs_the_process_inside_the_rootfs() {
+    let test = "no_pivot_runs_the_process_inside_the_rootfs";
+    if !need_root(test) {
+        return;
+    }
+    let host_only = sandboy_tests::repo();
+    let script = format!(
+        "test -x /bin/busybox && test ! -e {} && echo jailed; exit 4",
+        host_only.display()
+    );
+    for rt in runtimes(test) {
+        let b = Bundle::busybox(&["sh", "-c", &script]);
+        let id = unique_id("nopivot");
+        let _g = rt.guard(&id);
+        let o = rt.run(&[
+            "run",
+            "--no-pivot",
+            "--bundle",
+            b.path().to_str().unwrap(),
+            &id,
+        ]);
+        assert_exit(&o, 4);
+        assert_eq!(text(&o.stdout), "jailed\n", "{}", rt.name);
+    }
+}
+
 #[test]
 fn run_reports_128_plus_signal() {
     if !need_root("run_reports_128_plus_signal") {
