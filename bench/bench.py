@@ -73,6 +73,17 @@ def main():
     samples = {c[0]: {step: [] for step in steps} for c in cases}
     failures = {}
 
+    def timed_steps(name, runtime, cid, steps):
+        """Time each (step, argv) in turn; on a failure, record it and
+        force-delete the container."""
+        for step, argv in steps:
+            ms, code, err = timed([*runtime, *argv])
+            if code != 0:
+                failures.setdefault(name, f"{step}: {err.strip()[-300:]}")
+                timed([*runtime, "delete", "--force", cid])
+                return
+            samples[name][step].append(ms)
+
     for i in range(n):
         order = cases[:]
         random.shuffle(order)
@@ -86,29 +97,17 @@ def main():
                 continue
             samples[name]["run"].append(ms + d_ms)
             cid = f"bench-{i}-c"
-            for step, argv in (("create", ["create", "--bundle", b, cid]),
-                               ("start", ["start", cid]),
-                               ("delete", ["delete", "--force", cid])):
-                ms, code, err = timed([bin, *root, *argv])
-                if code != 0:
-                    failures.setdefault(name, f"{step}: {err.strip()[-300:]}")
-                    timed([bin, *root, "delete", "--force", cid])
-                    break
-                samples[name][step].append(ms)
+            timed_steps(name, [bin, *root], cid, (("create", ["create", "--bundle", b, cid]),
+                                                  ("start", ["start", cid]),
+                                                  ("delete", ["delete", "--force", cid])))
             if long_bundle and name != "sandboy+strict":
                 cid = f"bench-{i}-l"
                 _, code, err = timed([bin, *root, "run", "--detach", "--bundle", long_bundle, cid])
                 if code != 0:
                     failures.setdefault(name, f"run --detach: {err.strip()[-300:]}")
                     continue
-                for step, argv in (("exec", ["exec", cid, "/bin/true"]),
-                                   ("kill+delete", ["delete", "--force", cid])):
-                    ms, code, err = timed([bin, *root, *argv])
-                    if code != 0:
-                        failures.setdefault(name, f"{step}: {err.strip()[-300:]}")
-                        timed([bin, *root, "delete", "--force", cid])
-                        break
-                    samples[name][step].append(ms)
+                timed_steps(name, [bin, *root], cid, (("exec", ["exec", cid, "/bin/true"]),
+                                                      ("kill+delete", ["delete", "--force", cid])))
 
     # Peak RSS of each runtime command (create/start/delete; the runtime
     # process only: create returns before the container process runs).

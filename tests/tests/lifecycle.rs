@@ -98,13 +98,8 @@ fn no_pivot_runs_the_process_inside_the_rootfs() {
         let b = Bundle::busybox(&["sh", "-c", &script]);
         let id = unique_id("nopivot");
         let _g = rt.guard(&id);
-        let o = rt.run(&[
-            "run",
-            "--no-pivot",
-            "--bundle",
-            b.path().to_str().unwrap(),
-            &id,
-        ]);
+        let bundle = b.path().to_str().unwrap();
+        let o = rt.run(&["run", "--no-pivot", "--bundle", bundle, &id]);
         assert_exit(&o, 4);
         assert_eq!(text(&o.stdout), "jailed\n", "{}", rt.name);
     }
