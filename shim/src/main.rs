@@ -58,7 +58,9 @@ fn main() {
         // for that before the re-exec, so the two overlap.
         cgroup_prime::start();
         if let Err(e) = sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
-            eprintln!("sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}");
+            output::error_line(&format!(
+                "sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}"
+            ));
             exit(1);
         }
     }
@@ -67,14 +69,14 @@ fn main() {
         LogFormat::Json => logging::Format::Json,
     };
     if let Err(e) = logging::init(format, cli.global.log.as_deref(), cli.global.debug) {
-        eprintln!(
+        output::error_line(&format!(
             "sandboy: cannot open log file {}: {e}",
             cli.global
                 .log
                 .as_deref()
                 .unwrap_or(std::path::Path::new("-"))
                 .display()
-        );
+        ));
         exit(1);
     }
     if cli.global.criu.is_some() || cli.global.rootless.is_some() || cli.global.log_level.is_some()
@@ -90,9 +92,9 @@ fn main() {
                 // Engines (conmon, containerd's shim) prefix the runtime's
                 // name themselves; print the bare message as runc does.
                 tracing::error!("{}", failure.message);
-                eprintln!("{}", failure.message);
+                output::error_line(&failure.message);
             } else {
-                eprintln!("sandboy: error: {}", failure.message);
+                output::error_line(&format!("sandboy: error: {}", failure.message));
             }
             failure.exit_code()
         }

@@ -1,4 +1,5 @@
-//! What commands print for the user on stdout (results, not diagnostics).
+//! What commands print for the user: results on stdout, and the one-line
+//! error on stderr (diagnostics go through `tracing`).
 
 use std::io::Write;
 
@@ -6,6 +7,12 @@ pub fn line(s: &str) {
     let mut out = std::io::stdout().lock();
     // A closed stdout (e.g. `| head`) is not a runtime failure.
     let _ = writeln!(out, "{s}");
+}
+
+/// The error a failed command reports. A closed stderr (an engine that
+/// stopped listening) must not turn the exit status into a panic's 101.
+pub fn error_line(s: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{s}");
 }
 
 /// Left-aligned columns separated by at least two spaces (runc's tabwriter).

@@ -284,3 +284,21 @@ fn unenforceable_limits_are_refused() {
         assert_nothing_left(&rt, &id);
     }
 }
+
+/// An engine that stops reading (contest drops a `delete` it does not wait
+/// for) leaves the runtime a closed stderr: the failure keeps exit status 1
+/// instead of turning into a panic (101) while reporting it.
+#[test]
+fn a_closed_stderr_keeps_the_exit_status() {
+    let rt = Runtime::sandboy();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = rt
+        .cmd()
+        .args(["delete", "no-such-container"])
+        .stdout(std::process::Stdio::null())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{status:?}");
+}
