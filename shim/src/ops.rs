@@ -270,6 +270,14 @@ impl Runtime {
                     .map(|cfg| crate::poststop::take(c, cfg))
                     .unwrap_or_default();
                 if let Err(e) = c.delete(force) {
+                    if force && !c.root.exists() {
+                        // Another delete removed it meanwhile (an engine's
+                        // cleanup racing its own `delete`): gone is what
+                        // --force asks for, and that delete ran the hooks.
+                        tracing::debug!(id = c.id(), error = %e, "deleted concurrently");
+                        self.remove_leftovers(c.id());
+                        return Ok(());
+                    }
                     crate::poststop::restore(c, hooks);
                     return Err(e.into());
                 }

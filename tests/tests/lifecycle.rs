@@ -1271,3 +1271,40 @@ fn delete_right_after_start_of_a_short_process_succeeds() {
         }
     }
 }
+
+/// An engine's cleanup can race its own `delete` (contest does; so can a
+/// shim and a user): `delete --force` of a container that another delete is
+/// removing at the same moment still succeeds, and nothing is left.
+#[test]
+fn force_delete_racing_another_delete_succeeds() {
+    let test = "force_delete_racing_another_delete_succeeds";
+    if !need_root(test) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["true"]);
+    for round in 0..30 {
+        let id = unique_id("race");
+        let _g = rt.guard(&id);
+        assert_exit(
+            &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), "--keep", &id]),
+            0,
+        );
+        let null = || std::process::Stdio::null();
+        let mut plain = rt
+            .cmd()
+            .args(["delete", &id])
+            .stderr(null())
+            .spawn()
+            .unwrap();
+        let forced = rt.run(&["delete", "--force", &id]);
+        plain.wait().unwrap();
+        assert_exit(&forced, 0);
+        assert!(!rt.run(&["state", &id]).status.success(), "round {round}");
+        assert_eq!(
+            cgroups_named(&id),
+            Vec::<std::path::PathBuf>::new(),
+            "round {round}"
+        );
+    }
+}
