@@ -251,6 +251,13 @@ impl Runtime {
         self.run(&["create", "--bundle", bundle.path().to_str().unwrap(), id])
     }
 
+    /// `create` then `start` a container `id` from `bundle`, asserting that
+    /// both exit 0: the prologue of every test that needs it running.
+    pub fn create_and_start(&self, bundle: &Bundle, id: &str) {
+        assert_exit(&self.create(bundle, id), 0);
+        assert_exit(&self.run(&["start", id]), 0);
+    }
+
     /// `state` as JSON (panics with the runtime's stderr if it fails).
     pub fn state(&self, id: &str) -> serde_json::Value {
         let o = self.run(&["state", id]);

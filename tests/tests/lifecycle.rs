@@ -223,8 +223,7 @@ fn kill_by_name_number_and_all() {
             ]);
             let id = unique_id("kill");
             let _g = rt.guard(&id);
-            assert_exit(&rt.create(&b, &id), 0);
-            assert_exit(&rt.run(&["start", &id]), 0);
+            rt.create_and_start(&b, &id);
             wait_ready(&rt, &id);
             assert_exit(&rt.run(&["kill", &id, sig]), 0);
             rt.wait_status(&id, "stopped");
@@ -232,8 +231,7 @@ fn kill_by_name_number_and_all() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("killall");
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "60"]), 0);
         assert_exit(&rt.run(&["kill", "--all", &id, "KILL"]), 0);
         rt.wait_status(&id, "stopped");
@@ -291,8 +289,7 @@ fn sigkill_stops_a_paused_container() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("pausekill");
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         assert_exit(&rt.run(&["pause", &id]), 0);
         assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
         rt.wait_status(&id, "stopped");
@@ -309,8 +306,7 @@ fn exec_inline_and_process_file() {
         let b = Bundle::busybox(&["sleep", "60"]);
         let id = unique_id("exec");
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         let o = rt.run(&[
             "exec",
             "--env",
@@ -411,8 +407,7 @@ fn force_delete_without_pid_namespace_kills_every_process() {
                 .retain(|n| n["type"] != "pid");
         });
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         assert_exit(&rt.run(&["exec", "--detach", &id, "sleep", "62"]), 0);
         let procs = fs::read_to_string(format!("/sys/fs/cgroup/pids{cg}/cgroup.procs")).unwrap();
         let pids: Vec<i32> = procs.lines().filter_map(|l| l.parse().ok()).collect();
@@ -451,8 +446,7 @@ fn update_memory_and_pids_visible_in_cgroup() {
         let cg = format!("/{id}");
         b.edit(|c| c["linux"]["cgroupsPath"] = cg.clone().into());
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         assert_exit(
             &rt.run(&["update", "--memory", "64m", "--pids-limit", "42", &id]),
             0,
@@ -539,8 +533,7 @@ fn failing_poststop_hook_warns_and_the_container_is_still_deleted() {
         });
         let id = unique_id("psfail");
         let _g = rt.guard(&id);
-        assert_exit(&rt.create(&b, &id), 0);
-        assert_exit(&rt.run(&["start", &id]), 0);
+        rt.create_and_start(&b, &id);
         rt.wait_status(&id, "stopped");
         let o = rt.run(&["delete", &id]);
         assert_exit(&o, 0);
@@ -1253,8 +1246,7 @@ fn delete_right_after_start_of_a_short_process_succeeds() {
         for round in 0..10 {
             let id = unique_id("startdel");
             let _g = rt.guard(&id);
-            assert_exit(&rt.create(&b, &id), 0);
-            assert_exit(&rt.run(&["start", &id]), 0);
+            rt.create_and_start(&b, &id);
             let o = rt.run(&["delete", &id]);
             if !o.status.success() {
                 refused.push(format!("round {round}: {}", text(&o.stderr)));
