@@ -2,40 +2,37 @@
 //! every container's init with Landlock and seccomp right before execve, and
 //! runs WebAssembly components as containers.
 //!
-//! Layout: `cli` (flags) → `commands/*` (one per subcommand) → `ops`
-//! (container operations on libcontainer) → `executor` (what runs inside the
-//! init: confinement, then the payload). `error` maps failures to exit codes.
+//! The tree is the architecture; arrows point one way:
+//!
+//! ```text
+//! cli        flags, one module per subcommand, output and logging setup
+//!  └─> wrap        `sandboy wrap`: a temporary bundle around a host command
+//!  └─> container   operations on libcontainer (create, run, exec, signal, delete)
+//!       ├─> init        what runs in the container's init: confinement, payload
+//!       ├─> supervisor  the per-container process (deadline, …), pidfd
+//!       └─> cgroups     devices, prime, removal, stats, OOM
+//! host       protections of the host itself (sealed runtime binary)
+//! error      failures and their exit codes, in one place
+//! ```
+//!
+//! Confinement (`sandboy-confine`), the WebAssembly host (`sandboy-wasm`) and
+//! the policy model (`sandboy-spec-gen`) are crates below all of these.
 
-mod bundle;
-mod cgroup_devices;
-mod cgroup_prime;
-mod cgroup_remove;
+mod cgroups;
 mod cli;
-mod commands;
+mod container;
 mod error;
-mod executor;
-mod limits;
-mod logging;
-mod loopback;
-mod oom;
-mod ops;
-mod output;
-mod pidfd;
-mod poststop;
-mod privilege;
-mod sealed_exe;
-mod seccomp_notify;
-mod stats;
+mod host;
+mod init;
+mod supervisor;
 #[cfg(test)]
 mod test_support;
-mod timeout;
 mod wrap;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, LogFormat};
-use crate::error::{Failure, Result};
-use crate::ops::Runtime;
+use crate::cli::args::{Cli, Command, LogFormat};
+use crate::cli::{logging, output};
 
 fn main() {
     let cli = Cli::parse();
@@ -56,8 +53,8 @@ fn main() {
     ) {
         // These also attach a process to cgroups: start the kernel's wait
         // for that before the re-exec, so the two overlap.
-        cgroup_prime::start();
-        if let Err(e) = sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
+        cgroups::prime::start();
+        if let Err(e) = host::sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
             output::error_line(&format!(
                 "sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}"
             ));
@@ -85,7 +82,7 @@ fn main() {
     }
     tracing::debug!(args = ?std::env::args().collect::<Vec<_>>(), "invoked");
 
-    let code = match dispatch(&cli.global, command) {
+    let code = match cli::dispatch(&cli.global, command) {
         Ok(code) => code,
         Err(failure) => {
             if cli.global.log.is_some() {
@@ -104,70 +101,8 @@ fn main() {
 
 /// Every exit of the runtime process: nothing it forked stays behind.
 fn exit(code: i32) -> ! {
-    cgroup_prime::finish();
+    cgroups::prime::finish();
     std::process::exit(code)
-}
-
-fn dispatch(global: &cli::Global, command: Command) -> Result<i32> {
-    use commands::*;
-    let rt = || Runtime::new(global.root.clone(), global.systemd_cgroup);
-    match command {
-        Command::Create(a) => create::run(&rt()?, a),
-        Command::Start(a) => start::run(&rt()?, a),
-        Command::Run(a) => run::run(&rt()?, a),
-        Command::State(a) => state::run(&rt()?, a),
-        Command::Kill(a) => kill::run(&rt()?, a),
-        Command::Delete(a) => delete::run(&rt()?, a),
-        Command::Exec(a) => exec::run(&rt()?, a),
-        Command::Ps(a) => ps::run(&rt()?, a),
-        Command::List(a) => list::run(&rt()?, a),
-        Command::Pause(a) => pause::pause(&rt()?, a),
-        Command::Resume(a) => pause::resume(&rt()?, a),
-        Command::Events(a) => events::run(&rt()?, a),
-        Command::Update(a) => update::run(&rt()?, a),
-        Command::Features => features::run(),
-        Command::Spec(a) => spec::run(a),
-        Command::Checkpoint(a) | Command::Restore(a) => {
-            // runc validates its flags before it reaches CRIU; so do we.
-            if let Some(e) = criu_flag_error(&a.args) {
-                return Err(e);
-            }
-            Err(Failure::runtime(
-                "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
-            ))
-        }
-        Command::Wrap(a) => wrap::run(&rt()?, a),
-    }
-}
-
-/// runc's checks of `--parent-path`: relative to `--image-path` (default
-/// `checkpoint`), and existing.
-fn criu_flag_error(args: &[String]) -> Option<Failure> {
-    // `--flag VALUE` or `--flag=VALUE`.
-    let value = |flag: &str| -> Option<String> {
-        args.iter().enumerate().find_map(|(i, a)| {
-            if a == flag {
-                args.get(i + 1).cloned()
-            } else {
-                a.strip_prefix(flag)?.strip_prefix('=').map(String::from)
-            }
-        })
-    };
-    let parent = value("--parent-path")?;
-    if parent.starts_with('/') {
-        return Some(Failure::usage(
-            "--parent-path must be relative to the image directory (CRIU links pre-dumps with it)",
-        ));
-    }
-    let image = value("--image-path").unwrap_or_else(|| "checkpoint".into());
-    let full = std::path::Path::new(&image).join(&parent);
-    if !full.is_dir() {
-        return Some(Failure::usage(format!(
-            "invalid --parent-path: {}: no such directory",
-            full.display()
-        )));
-    }
-    None
 }
 
 fn print_version() {

@@ -2,14 +2,14 @@ use std::process::Command;
 
 use libcgroups::common::CgroupManager;
 
-use crate::cli::{Format, Ps};
+use super::args::{Format, Ps};
+use super::output;
+use crate::container::Runtime;
 use crate::error::{Failure, Result};
-use crate::ops::Runtime;
-use crate::output;
 
 pub fn run(rt: &Runtime, args: Ps) -> Result<i32> {
     let c = rt.load(&args.container_id)?;
-    let manager = crate::ops::cgroup_manager(&c)?;
+    let manager = crate::cgroups::cgroup_manager(&c)?;
     let pids: Vec<i32> = manager
         .get_all_pids()
         .map_err(|e| Failure::runtime(format!("listing processes of {}: {e}", c.id())))?

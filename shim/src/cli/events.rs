@@ -4,21 +4,22 @@
 use libcgroups::common::{AnyCgroupManager, CgroupManager, DEFAULT_CGROUP_ROOT};
 use libcontainer::container::{Container, ContainerStatus};
 
-use crate::cli::Events;
+use super::args::Events;
+use crate::cgroups::cgroup_dir;
+use crate::cgroups::stats::{self, Stats};
+use crate::container::{require, Runtime};
 use crate::error::{Failure, Result};
-use crate::ops::{cgroup_dir, require, Runtime};
-use crate::stats::{self, Stats};
 
 pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
     let interval = sandboy_spec_gen::units::Span::parse(&args.interval)
         .map_err(|e| Failure::usage(format!("--interval: {e}")))?;
     let c = rt.load(&args.container_id)?;
     require(&c, c.can_kill(), "events")?;
-    let manager = crate::ops::cgroup_manager(&c)?;
+    let manager = crate::cgroups::cgroup_manager(&c)?;
     loop {
         let event =
             serde_json::json!({ "type": "stats", "id": c.id(), "data": collect(&c, &manager)? });
-        crate::output::line(&event.to_string());
+        crate::cli::output::line(&event.to_string());
         if args.stats {
             return Ok(0);
         }

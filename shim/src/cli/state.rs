@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use libcontainer::container::Container;
 use serde::Serialize;
 
-use crate::cli::Id;
+use super::args::Id;
+use crate::container::{rootfs_of, Runtime};
 use crate::error::{Failure, Result};
-use crate::ops::{rootfs_of, Runtime};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -40,7 +40,7 @@ impl StateJson {
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default(),
-            bundle: crate::ops::bundle_of(c),
+            bundle: crate::container::bundle_of(c),
             rootfs: rootfs_of(c),
             created: c
                 .created()
@@ -58,6 +58,6 @@ pub fn to_json<T: Serialize>(v: &T) -> Result<String> {
 
 pub fn run(rt: &Runtime, args: Id) -> Result<i32> {
     let c = rt.load(&args.container_id)?;
-    crate::output::line(&to_json(&StateJson::of(&c))?);
+    crate::cli::output::line(&to_json(&StateJson::of(&c))?);
     Ok(0)
 }

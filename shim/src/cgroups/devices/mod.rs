@@ -63,7 +63,7 @@ pub fn prepare(spec: &Spec, bundle: &Path, unified: bool) -> Result<Option<Filte
 impl Filter {
     /// Attach to the container's cgroup (created by libcontainer by now).
     pub fn attach(&self, c: &Container) -> Result<()> {
-        let dir = crate::ops::cgroup_dir(c, libcgroups::common::DEFAULT_CGROUP_ROOT)?;
+        let dir = crate::cgroups::cgroup_dir(c, libcgroups::common::DEFAULT_CGROUP_ROOT)?;
         let fail = |e: std::io::Error| {
             Failure::runtime(format!(
                 "device rules: cannot attach the eBPF program to {}: {e}",

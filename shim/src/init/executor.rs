@@ -38,7 +38,7 @@ pub struct SandboyExecutor {
     /// after it, before the payload.
     held: Vec<Capability>,
     /// Where a seccomp user-notification listener goes (`listenerPath`).
-    notify: Option<crate::seccomp_notify::Target>,
+    notify: Option<crate::init::seccomp_notify::Target>,
 }
 
 /// Where the confinement stands between `validate` and `exec`.
@@ -67,7 +67,7 @@ impl SandboyExecutor {
     }
 
     /// Where to send a seccomp user-notification listener.
-    pub fn with_notify(mut self, notify: Option<crate::seccomp_notify::Target>) -> Self {
+    pub fn with_notify(mut self, notify: Option<crate::init::seccomp_notify::Target>) -> Self {
         self.notify = notify;
         self
     }
@@ -196,7 +196,7 @@ impl SandboyExecutor {
                 .send(listener)
                 .map_err(|e| format!("confinement: {e}"))?;
         }
-        crate::privilege::release(spec, &self.held).map_err(|e| {
+        crate::init::privilege::release(spec, &self.held).map_err(|e| {
             tracing::warn!(id = %self.id, error = %e, "not starting the payload");
             e
         })

@@ -14,11 +14,21 @@ use nix::sched::{unshare, CloneFlags};
 use sandboy_spec_gen::policy::{BindMount, Policy};
 use sandboy_spec_gen::render::{self, RenderOptions};
 
-use crate::cli::{CreateOpts, Run, Wrap};
+use crate::container::{validate_id, CreateOptions, RunMode, Runtime};
 use crate::error::{Failure, Result};
-use crate::ops::{validate_id, Runtime};
 
-pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
+/// What `sandboy wrap` is asked to do.
+#[derive(Debug, Clone)]
+pub struct WrapOptions {
+    /// The owen.policy.toml to confine the command with.
+    pub policy: PathBuf,
+    /// Container id (default: generated).
+    pub id: Option<String>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+pub fn run(rt: &Runtime, args: WrapOptions) -> Result<i32> {
     let mut policy = Policy::load(&args.policy).map_err(|e| Failure::config(e.to_string()))?;
     let id = args
         .id
@@ -64,22 +74,13 @@ pub fn run(rt: &Runtime, args: Wrap) -> Result<i32> {
         let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
         fs::write(work.join("config.json"), json)?;
         bind_host_root(&rootfs)?;
-        crate::commands::run::run(
-            rt,
-            Run {
-                opts: CreateOpts {
-                    bundle: work.clone(),
-                    console_socket: None,
-                    pid_file: None,
-                    no_pivot: false,
-                    no_new_keyring: false,
-                    preserve_fds: 0,
-                },
-                detach: false,
-                keep: false,
-                no_subreaper: false,
-                container_id: id.clone(),
+        rt.run(
+            &id,
+            &CreateOptions {
+                bundle: work.clone(),
+                ..CreateOptions::default()
             },
+            RunMode::default(),
         )
     })();
     cleanup(rt, &id, &work, &rootfs);

@@ -25,7 +25,9 @@ pub fn to_hold(spec: &Spec) -> Vec<Capability> {
     let Some(process) = spec.process() else {
         return Vec::new();
     };
-    if process.no_new_privileges() == Some(true) || !crate::executor::confinement_requested(spec) {
+    if process.no_new_privileges() == Some(true)
+        || !crate::init::executor::confinement_requested(spec)
+    {
         return Vec::new();
     }
     // No capabilities section: libcontainer leaves root's full set alone.

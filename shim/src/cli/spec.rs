@@ -8,7 +8,7 @@ use oci_spec::runtime::{
     LinuxBuilder, LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, Spec,
 };
 
-use crate::cli::SpecCmd;
+use super::args::SpecCmd;
 use crate::error::{Failure, Result};
 
 pub fn run(args: SpecCmd) -> Result<i32> {

@@ -111,6 +111,6 @@ pub fn run() -> Result<i32> {
         .annotations(notes)
         .build()
         .map_err(bad)?;
-    crate::output::line(&crate::commands::state::to_json(&features)?);
+    crate::cli::output::line(&crate::cli::state::to_json(&features)?);
     Ok(0)
 }

@@ -5,9 +5,9 @@ use oci_spec::runtime::{
     LinuxBlockIoBuilder, LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources,
 };
 
-use crate::cli::Update;
+use super::args::Update;
+use crate::container::Runtime;
 use crate::error::{Failure, Result};
-use crate::ops::Runtime;
 
 pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
     let resources = match &args.resources {
@@ -15,7 +15,7 @@ pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
         None => from_flags(&args)?,
     };
     let c = rt.load(&args.container_id)?;
-    let manager = crate::ops::cgroup_manager(&c)?;
+    let manager = crate::cgroups::cgroup_manager(&c)?;
     manager
         .apply(&ControllerOpt {
             resources: &resources,

@@ -134,6 +134,19 @@ pub struct CreateOpts {
     pub preserve_fds: i32,
 }
 
+impl CreateOpts {
+    /// The container layer's view of these flags.
+    pub fn to_options(&self) -> crate::container::CreateOptions {
+        crate::container::CreateOptions {
+            bundle: self.bundle.clone(),
+            console_socket: self.console_socket.clone(),
+            pid_file: self.pid_file.clone(),
+            no_pivot: self.no_pivot,
+            preserve_fds: self.preserve_fds,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct Create {
     #[command(flatten)]

@@ -1,8 +1,8 @@
-use crate::cli::{Format, List};
-use crate::commands::state::{to_json, StateJson};
+use super::args::{Format, List};
+use super::output;
+use super::state::{to_json, StateJson};
+use crate::container::Runtime;
 use crate::error::Result;
-use crate::ops::Runtime;
-use crate::output;
 
 pub fn run(rt: &Runtime, args: List) -> Result<i32> {
     let mut states = Vec::new();

@@ -1,6 +1,6 @@
-use crate::cli::Id;
+use super::args::Id;
+use crate::container::{require, Runtime};
 use crate::error::Result;
-use crate::ops::{require, Runtime};
 
 pub fn run(rt: &Runtime, args: Id) -> Result<i32> {
     let mut c = rt.load(&args.container_id)?;

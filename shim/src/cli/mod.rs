@@ -1,0 +1,96 @@
+//! The runc-compatible command line: flags (`args`), one module per
+//! subcommand, and what the CLI prints (`output`, `logging`). Commands parse
+//! and print; the work is done by calling down into `container` (or `wrap`).
+//! Failures travel up as [`crate::error::Failure`], which `main` maps to exit
+//! codes in one place.
+
+pub mod args;
+mod create;
+mod delete;
+mod events;
+mod exec;
+mod features;
+mod kill;
+mod list;
+pub mod logging;
+pub mod output;
+mod pause;
+mod ps;
+mod run;
+mod spec;
+mod start;
+mod state;
+mod update;
+
+use crate::container::Runtime;
+use crate::error::{Failure, Result};
+use args::Command;
+
+/// Run one subcommand; its exit status, or the failure to report.
+pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
+    let rt = || Runtime::new(global.root.clone(), global.systemd_cgroup);
+    match command {
+        Command::Create(a) => create::run(&rt()?, a),
+        Command::Start(a) => start::run(&rt()?, a),
+        Command::Run(a) => run::run(&rt()?, a),
+        Command::State(a) => state::run(&rt()?, a),
+        Command::Kill(a) => kill::run(&rt()?, a),
+        Command::Delete(a) => delete::run(&rt()?, a),
+        Command::Exec(a) => exec::run(&rt()?, a),
+        Command::Ps(a) => ps::run(&rt()?, a),
+        Command::List(a) => list::run(&rt()?, a),
+        Command::Pause(a) => pause::pause(&rt()?, a),
+        Command::Resume(a) => pause::resume(&rt()?, a),
+        Command::Events(a) => events::run(&rt()?, a),
+        Command::Update(a) => update::run(&rt()?, a),
+        Command::Features => features::run(),
+        Command::Spec(a) => spec::run(a),
+        Command::Checkpoint(a) | Command::Restore(a) => {
+            // runc validates its flags before it reaches CRIU; so do we.
+            if let Some(e) = criu_flag_error(&a.args) {
+                return Err(e);
+            }
+            Err(Failure::runtime(
+                "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
+            ))
+        }
+        Command::Wrap(a) => crate::wrap::run(
+            &rt()?,
+            crate::wrap::WrapOptions {
+                policy: a.policy,
+                id: a.id,
+                command: a.command,
+            },
+        ),
+    }
+}
+
+/// runc's checks of `--parent-path`: relative to `--image-path` (default
+/// `checkpoint`), and existing.
+fn criu_flag_error(args: &[String]) -> Option<Failure> {
+    // `--flag VALUE` or `--flag=VALUE`.
+    let value = |flag: &str| -> Option<String> {
+        args.iter().enumerate().find_map(|(i, a)| {
+            if a == flag {
+                args.get(i + 1).cloned()
+            } else {
+                a.strip_prefix(flag)?.strip_prefix('=').map(String::from)
+            }
+        })
+    };
+    let parent = value("--parent-path")?;
+    if parent.starts_with('/') {
+        return Some(Failure::usage(
+            "--parent-path must be relative to the image directory (CRIU links pre-dumps with it)",
+        ));
+    }
+    let image = value("--image-path").unwrap_or_else(|| "checkpoint".into());
+    let full = std::path::Path::new(&image).join(&parent);
+    if !full.is_dir() {
+        return Some(Failure::usage(format!(
+            "invalid --parent-path: {}: no such directory",
+            full.display()
+        )));
+    }
+    None
+}

@@ -1,0 +1,247 @@
+//! `create`: the checks that must pass before anything exists, libcontainer's
+//! build with sandboy's executor, and cleanup so that a failed create leaves
+//! no state, cgroup, mount or process.
+
+use std::fs;
+use std::path::PathBuf;
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::Container;
+use libcontainer::syscall::syscall::SyscallType;
+use oci_spec::runtime::LinuxNamespaceType;
+
+use super::bundle::Bundle;
+use super::{to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SHADOW_DIR};
+use crate::cgroups;
+use crate::error::{Failure, Result};
+use crate::init::executor::SandboyExecutor;
+use crate::supervisor::{self, Duties, Target};
+
+impl Runtime {
+    /// Create a container: checks, then libcontainer, then cleanup on failure
+    /// so a failed create leaves no state, cgroup, mount or process.
+    pub fn create(&self, id: &str, opts: &CreateOptions, detach: bool) -> Result<Container> {
+        validate_id(id)?;
+        if self.dir(id).exists() {
+            return Err(Failure::runtime(format!("container with id exists: {id}")));
+        }
+        if self.systemd {
+            return Err(Failure::usage(
+                "--systemd-cgroup: the systemd cgroup manager is not built into sandboy; drop the flag (cgroupfs is used)",
+            ));
+        }
+        let bundle = Bundle::load(&opts.bundle)?;
+        let linux = bundle
+            .spec
+            .linux()
+            .as_ref()
+            .expect("checked by Bundle::load");
+        // libcontainer 0.7 raises its "systemd" flag whenever a user
+        // namespace is requested; libcgroups acts on it only for a relative
+        // cgroupsPath on a unified host (the systemd manager, not built in).
+        // Absolute paths, sandboy's default `/sandboy/<id>` included, stay
+        // on cgroupfs v2.
+        let unified = cgroups::unified_host();
+        let relative_path = linux.cgroups_path().as_ref().filter(|p| !p.is_absolute());
+        if let Some(path) = relative_path.filter(|_| {
+            unified
+                && linux
+                    .namespaces()
+                    .as_ref()
+                    .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User))
+        }) {
+            return Err(Failure::config(format!(
+                "{}/config.json: linux.cgroupsPath {:?} is relative, which with a user namespace on a cgroup v2 host means the systemd cgroup manager, not built into sandboy; give an absolute path (e.g. \"/sandboy/{id}\") or leave it out",
+                bundle.dir.display(),
+                path.display().to_string()
+            )));
+        }
+        super::limits::check(&bundle.spec, &bundle.dir, unified)?;
+        // Loaded before anything exists: bad rules are a config error and a
+        // kernel without cgroup BPF stops here, with nothing to clean up.
+        let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
+        let held = crate::init::privilege::to_hold(&bundle.spec);
+        let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
+        let wasm = match self.precompile_wasm(&bundle) {
+            Ok(w) => w,
+            Err(e) => {
+                self.remove_leftovers(id);
+                return Err(e);
+            }
+        };
+
+        let notify = match crate::init::seccomp_notify::Channel::open(&bundle.spec) {
+            Ok(n) => n,
+            Err(e) => {
+                self.remove_leftovers(id);
+                return Err(e);
+            }
+        };
+        let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
+            .with_executor(
+                SandboyExecutor::new(id, opts.preserve_fds)
+                    .with_wasm(wasm)
+                    .with_seccomp(bundle.seccomp.clone())
+                    .with_held(held)
+                    .with_notify(
+                        notify
+                            .as_ref()
+                            .map(|n| n.target(id, &bundle.dir, &bundle.spec)),
+                    ),
+            )
+            .with_root_path(&self.root)
+            .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))
+            .map(|b| {
+                b.with_console_socket(opts.console_socket.as_ref())
+                    .with_preserved_fds(opts.preserve_fds)
+                    .as_init(build_dir.as_ref().unwrap_or(&bundle.dir))
+                    .with_systemd(false)
+                    .with_detach(detach)
+                    .with_no_pivot(opts.no_pivot)
+            })
+            .and_then(|b| b.build());
+        // The container's processes are attached by now, so the lock warmer
+        // is done; reap it before `run` starts reaping children of its own.
+        crate::cgroups::prime::finish();
+
+        let result = result.map_err(Failure::from).and_then(|c| {
+            if super::loopback::wants_new_netns(&bundle.spec) {
+                let pid = c
+                    .pid()
+                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                super::loopback::bring_up(pid.as_raw())?;
+            }
+            Ok(c)
+        });
+        match result {
+            Ok(mut container) => {
+                // Before `start`: the container's own code never runs
+                // without its device rules.
+                let confined = devices
+                    .as_ref()
+                    .map_or(Ok(()), |d| d.attach(&container))
+                    .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
+                let supervised = confined.and_then(|()| self.supervise(&container, &bundle));
+                if let Err(e) = supervised {
+                    let _ = container.delete(true);
+                    self.remove_leftovers(id);
+                    return Err(e);
+                }
+                Ok(container)
+            }
+            Err(err) => {
+                if let Ok(mut c) = Container::load(self.dir(id)) {
+                    let _ = c.delete(true);
+                }
+                self.remove_leftovers(id);
+                Err(err)
+            }
+        }
+    }
+
+    /// libcontainer names cgroups `:youki:<id>` when the spec has no
+    /// `cgroupsPath`, and reads the spec only from `<bundle>/config.json`; so
+    /// such specs, specs whose init must hold capabilities to confine
+    /// itself (`held`, see `privilege`), and specs whose device rules do not
+    /// start from deny-all (see `cgroup_devices`) get a copy with
+    /// `/sandboy/<id>`, the held capabilities and the deny-all rule filled
+    /// in. The copy stays the
+    /// container's bundle as libcontainer records it, because `exec` builds
+    /// the new process from that config.json too (the caller's would put it
+    /// in `:youki:<id>`, outside every limit); the caller's bundle path and
+    /// the held list are kept next to it.
+    fn shadow_if_needed(
+        &self,
+        id: &str,
+        bundle: &Bundle,
+        held: &[oci_spec::runtime::Capability],
+    ) -> Result<Option<PathBuf>> {
+        let linux = bundle
+            .spec
+            .linux()
+            .as_ref()
+            .expect("checked by Bundle::load");
+        let deny_first = crate::cgroups::devices::needs_default_deny(&bundle.spec);
+        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first {
+            return Ok(None);
+        }
+        let mut spec = bundle.spec.clone();
+        if linux.cgroups_path().is_none() {
+            let mut linux = linux.clone();
+            linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
+            spec.set_linux(Some(linux));
+        }
+        if deny_first {
+            crate::cgroups::devices::with_default_deny(&mut spec);
+        }
+        crate::init::privilege::augment(&mut spec, held);
+        if let Some(mut root) = spec.root().clone() {
+            root.set_path(bundle.dir.join(root.path()));
+            spec.set_root(Some(root));
+        }
+        let dir = self.root.join(SHADOW_DIR).join(id);
+        fs::create_dir_all(&dir)?;
+        fs::write(dir.join("config.json"), to_json(&spec)?)?;
+        fs::write(
+            dir.join(ORIGIN_FILE),
+            bundle.dir.as_os_str().as_encoded_bytes(),
+        )?;
+        fs::write(dir.join(crate::init::privilege::HELD_FILE), to_json(&held)?)?;
+        Ok(Some(dir))
+    }
+
+    /// For an OCI-wasm container, compile the payload now, through the
+    /// compile cache under the state root, so that errors (imports, bad
+    /// limits, not wasm) fail `create` with the right exit code and a warm
+    /// start skips compilation. A payload that is not a plain file inside the
+    /// rootfs (e.g. on a bind mount) is prepared inside the container.
+    fn precompile_wasm(&self, bundle: &Bundle) -> Result<Option<sandboy_wasm::Prepared>> {
+        let Some(args0) = crate::init::executor::wasm_payload(&bundle.spec) else {
+            return Ok(None);
+        };
+        let rootfs = bundle
+            .dir
+            .join(bundle.spec.root().as_ref().expect("checked").path());
+        let Ok(rootfs) = fs::canonicalize(rootfs) else {
+            return Ok(None);
+        };
+        // Resolve symlinks, and only accept what stays inside the rootfs.
+        let Ok(host) = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))) else {
+            return Ok(None);
+        };
+        if !host.starts_with(&rootfs) || !host.is_file() {
+            return Ok(None);
+        }
+        let cache = sandboy_wasm::Cache::new(self.root.join(".wasm-cache"))
+            .map_err(|e| Failure::runtime(format!("wasm compile cache: {e}")))?;
+        let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+        sandboy_wasm::Prepared::prepare(&host, &annotations, Some(&cache))
+            .map(Some)
+            // A payload that cannot be prepared (not wasm, imports, bad
+            // limits) is a configuration problem of the bundle.
+            .map_err(|e| Failure::config(format!("wasm payload {args0}: {e}")))
+    }
+
+    /// The container's supervisor, when it has duties: it outlives this
+    /// command (a detached container's too) and exits with the init.
+    fn supervise(&self, c: &Container, bundle: &Bundle) -> Result<()> {
+        let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+        let duties = Duties {
+            timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
+        };
+        if duties.is_empty() {
+            return Ok(());
+        }
+        let target = Target {
+            id: c.id().to_owned(),
+            state_dir: self.dir(c.id()),
+            init: c
+                .pid()
+                .ok_or_else(|| Failure::runtime("container has no init pid"))?,
+        };
+        supervisor::spawn(target, duties, |id| {
+            let c = self.load(id)?;
+            super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! Deleting a container: libcontainer's delete (or sandboy's one-pass
+//! removal for the common stopped case), poststop hooks, and the leftovers.
+
+use std::fs;
+use std::time::Duration;
+
+use libcontainer::config::YoukiConfig;
+use libcontainer::container::{Container, ContainerStatus};
+use nix::unistd::Pid;
+
+use super::{validate_id, Runtime, SHADOW_DIR};
+use crate::error::{Failure, Result};
+use crate::supervisor::pidfd::Pidfd;
+
+impl Runtime {
+    /// runc's `delete`: a stopped or created container, or with `force`
+    /// any container (killed first); a missing one is fine with `force`.
+    pub fn delete(&self, id: &str, force: bool) -> Result<()> {
+        if force && !self.exists(id) {
+            validate_id(id)?;
+            self.remove_leftovers(id);
+            return Ok(());
+        }
+        let mut c = self.load(id)?;
+        if !force && c.status() == ContainerStatus::Running && finishing(&c) {
+            c.refresh_status()?;
+        }
+        if !force
+            && !matches!(
+                c.status(),
+                ContainerStatus::Stopped | ContainerStatus::Created
+            )
+        {
+            return Err(Failure::runtime(format!(
+                "cannot delete container {} that is not stopped: {}",
+                id,
+                c.status()
+            )));
+        }
+        crate::cgroups::oom::report(&c);
+        if force && c.status() != ContainerStatus::Stopped {
+            kill_and_wait(&mut c);
+        }
+        self.destroy(&mut c, force)
+    }
+
+    /// Delete a container (libcontainer's delete, our leftovers) and then
+    /// run its poststop hooks, whose failures are only warnings.
+    pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
+        let config = YoukiConfig::load(&c.root).ok();
+        let hooks = match config {
+            Some(cfg) if delete_stopped(c, &cfg) => super::poststop::of(&cfg),
+            config => {
+                let hooks = config
+                    .map(|cfg| super::poststop::take(c, cfg))
+                    .unwrap_or_default();
+                if let Err(e) = c.delete(force) {
+                    if force && !c.root.exists() {
+                        // Another delete removed it meanwhile (an engine's
+                        // cleanup racing its own `delete`): gone is what
+                        // --force asks for, and that delete ran the hooks.
+                        tracing::debug!(id = c.id(), error = %e, "deleted concurrently");
+                        self.remove_leftovers(c.id());
+                        return Ok(());
+                    }
+                    super::poststop::restore(c, hooks);
+                    return Err(e.into());
+                }
+                hooks
+            }
+        };
+        // Before the leftovers go: the hooks' state names the shadow bundle.
+        super::poststop::run(c, &hooks);
+        self.remove_leftovers(c.id());
+        Ok(())
+    }
+
+    /// Remove what a failed create or a delete may leave.
+    pub fn remove_leftovers(&self, id: &str) {
+        let _ = fs::remove_dir_all(self.root.join(SHADOW_DIR).join(id));
+        let dir = self.dir(id);
+        if dir.exists() {
+            if let Err(e) = fs::remove_dir_all(&dir) {
+                tracing::warn!(id, error = %e, "could not remove state directory");
+            }
+        }
+    }
+}
+
+/// libcontainer's delete for the common case — a stopped container on
+/// cgroupfs v1 (hybrid or legacy) with empty cgroups and no Intel RDT —
+/// without building a libcgroups manager (see `cgroup_remove`). Whether it
+/// did the job; on `false` libcontainer's delete takes over from the same
+/// state.
+fn delete_stopped(c: &Container, cfg: &YoukiConfig) -> bool {
+    use libcgroups::common::{get_cgroup_setup, CgroupSetup};
+    if c.status() != ContainerStatus::Stopped
+        || c.systemd()
+        || c.intel_rdt_dir().is_some()
+        || c.intel_rdt_monitoring_dir().is_some()
+        || !matches!(
+            get_cgroup_setup(),
+            Ok(CgroupSetup::Hybrid | CgroupSetup::Legacy)
+        )
+    {
+        return false;
+    }
+    if let Err(crate::cgroups::remove::NotHandled(why)) =
+        crate::cgroups::remove::remove_empty(&cfg.cgroup_path)
+    {
+        tracing::debug!(id = c.id(), why, "cgroups left to libcontainer's delete");
+        return false;
+    }
+    // The state directory goes with the rest of the leftovers.
+    true
+}
+
+/// SIGKILL everything and wait (up to 2 s) for the init to be gone, so the
+/// cgroup is empty when libcontainer removes it: its own retry window is
+/// short, and a `delete --force` must not fail on a dying container.
+fn kill_and_wait(c: &mut Container) {
+    if c.status() == ContainerStatus::Paused {
+        let _ = c.resume();
+    }
+    let _ = super::signal::deliver(c, nix::sys::signal::Signal::SIGKILL, true);
+    if let Some(pid) = c.pid() {
+        if wait_gone(pid, Duration::from_secs(2)) {
+            // Now stopped: the delete of a stopped container applies.
+            let _ = c.refresh_status();
+        }
+    }
+}
+
+/// A `delete` issued right after `start` of a short-lived process can find
+/// the init still running its startContainer hooks or its last
+/// instructions; runc has the same window (it loses the race too, under
+/// load). Give the init up to 300 ms to finish before refusing, enough for
+/// a loaded CI host: whether it is gone now.
+fn finishing(c: &Container) -> bool {
+    c.pid()
+        .is_some_and(|pid| wait_gone(pid, Duration::from_millis(300)))
+}
+
+/// Wait up to `limit` until `pid` has exited (a zombie init is already
+/// harmless); whether it has. Woken by the exit itself through a pidfd.
+fn wait_gone(pid: Pid, limit: Duration) -> bool {
+    match Pidfd::open(pid) {
+        Ok(fd) => fd.wait_exit(limit).unwrap_or(false),
+        Err(e) => e.raw_os_error() == Some(libc::ESRCH),
+    }
+}

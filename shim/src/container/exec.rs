@@ -1,0 +1,114 @@
+//! `exec`: a new process in a running container, built by libcontainer as a
+//! tenant and confined by sandboy's executor exactly like the init.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::ContainerStatus;
+use libcontainer::syscall::syscall::SyscallType;
+use nix::sys::wait::waitpid;
+
+use super::{bundle_of, exit_status, require, Runtime};
+use crate::error::{Failure, Result};
+use crate::init::executor::SandboyExecutor;
+
+/// runc's exec options, parsed.
+#[derive(Debug, Default)]
+pub struct ExecOptions {
+    /// A process.json to run instead of `command`.
+    pub process: Option<PathBuf>,
+    pub command: Vec<String>,
+    pub detach: bool,
+    pub pid_file: Option<PathBuf>,
+    pub console_socket: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub env: HashMap<String, String>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub additional_gids: Vec<u32>,
+    pub cap: Vec<String>,
+    pub no_new_privs: bool,
+    pub preserve_fds: i32,
+    pub apparmor: Option<String>,
+    pub process_label: Option<String>,
+    pub ignore_paused: bool,
+    pub cgroup: Option<String>,
+}
+
+impl Runtime {
+    /// Run a process in container `id`: its exit status, or 0 once started
+    /// when detached.
+    pub fn exec(&self, id: &str, opts: ExecOptions) -> Result<i32> {
+        let c = self.load(id)?;
+        let paused = c.status() == ContainerStatus::Paused;
+        require(&c, c.can_exec() || (opts.ignore_paused && paused), "exec")?;
+
+        // The exec'd process gets the init's confinement; without the spec
+        // it cannot, so exec is refused rather than run unconfined.
+        let init_spec =
+            oci_spec::runtime::Spec::load(c.bundle().join("config.json")).map_err(|e| {
+                Failure::runtime(format!(
+                    "exec: cannot read the container's config.json to confine the new process: {e}"
+                ))
+            })?;
+        // Without --process, the new process gets the init's capability
+        // sets, including any the init held only to confine itself: drop
+        // those too, unless asked for with --cap.
+        let held = if opts.process.is_some() {
+            Vec::new()
+        } else {
+            let asked: Vec<oci_spec::runtime::Capability> =
+                opts.cap.iter().filter_map(|c| c.parse().ok()).collect();
+            crate::init::privilege::read_held(c.bundle())
+                .into_iter()
+                .filter(|h| !asked.contains(h))
+                .collect()
+        };
+        // As runc: without --user / --additional-gids the new process runs
+        // as the container's user (libcontainer alone would make it root).
+        let spec_user = init_spec.process().as_ref().map(|p| p.user().clone());
+        let uid = opts.uid.or(spec_user.as_ref().map(|u| u.uid()));
+        let gid = opts.gid.or(spec_user.as_ref().map(|u| u.gid()));
+        let additional_gids = if opts.additional_gids.is_empty() {
+            spec_user
+                .as_ref()
+                .and_then(|u| u.additional_gids().clone())
+                .unwrap_or_default()
+        } else {
+            opts.additional_gids
+        };
+        let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
+        let bundle = bundle_of(&c);
+        let pid = ContainerBuilder::new(id.to_owned(), SyscallType::default())
+            .with_executor(
+                SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
+                    .with_held(held)
+                    .with_notify(notify.as_ref().map(|n| n.target(id, &bundle, &init_spec))),
+            )
+            .with_root_path(&self.root)?
+            .with_console_socket(opts.console_socket.as_ref())
+            .with_pid_file(opts.pid_file.as_ref())?
+            .with_preserved_fds(opts.preserve_fds)
+            .as_tenant()
+            .with_detach(opts.detach)
+            .with_cwd(opts.cwd.as_ref())
+            .with_env(opts.env)
+            .with_process(opts.process.as_ref())
+            .with_no_new_privs(opts.no_new_privs)
+            .with_container_args(opts.command)
+            .with_additional_gids(additional_gids)
+            .with_user(uid)
+            .with_group(gid)
+            .with_capabilities(opts.cap)
+            .with_ignore_paused(opts.ignore_paused)
+            .with_sub_cgroup(opts.cgroup)
+            .with_apparmor(opts.apparmor)
+            .with_process_label(opts.process_label)
+            .build()?;
+        if opts.detach {
+            return Ok(0);
+        }
+        Ok(exit_status(waitpid(pid, None)?))
+    }
+}

@@ -1,0 +1,162 @@
+//! Container operations on libcontainer: the layer between the CLI and the
+//! kernel-facing pieces. It owns its option types and never reaches back up
+//! into `cli`: commands call down into a [`Runtime`].
+//!
+//! * `create` — checks before anything exists, libcontainer's build with
+//!   sandboy's executor (`init`), cleanup on failure;
+//! * `run` — create + start + wait in the foreground, as runc's `run`;
+//! * `exec` — a new process in a running container, confined like its init;
+//! * `signal` — runc's delivery of signals to the init or the whole cgroup;
+//! * `delete` — libcontainer's delete, poststop hooks, leftovers;
+//! * `bundle`, `limits`, `loopback`, `poststop` — what those steps read and
+//!   apply.
+
+pub mod bundle;
+mod create;
+mod delete;
+mod exec;
+pub mod limits;
+pub mod loopback;
+pub mod poststop;
+mod run;
+pub mod signal;
+
+use std::fs;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::container::{Container, ContainerStatus};
+use libcontainer::syscall::syscall::SyscallType;
+
+use crate::error::{Failure, Result};
+
+pub use exec::ExecOptions;
+pub use run::{exit_status, RunMode};
+
+/// What `create` (and `run`) are given besides the id: runc's create flags.
+#[derive(Debug, Clone, Default)]
+pub struct CreateOptions {
+    /// The bundle directory (holding config.json).
+    pub bundle: PathBuf,
+    /// Unix socket that receives the pty master fd.
+    pub console_socket: Option<PathBuf>,
+    /// File to write the container init's pid to.
+    pub pid_file: Option<PathBuf>,
+    /// Do not pivot_root into the rootfs.
+    pub no_pivot: bool,
+    /// Pass fds 3..3+N to the container.
+    pub preserve_fds: i32,
+}
+
+/// Where the runtime keeps state, and how it manages cgroups.
+pub struct Runtime {
+    pub root: PathBuf,
+    pub systemd: bool,
+}
+
+/// Directory (under the state root) for rewritten bundles, see `create`.
+pub(crate) const SHADOW_DIR: &str = ".bundles";
+/// In a shadow bundle: the path of the bundle the caller gave.
+pub(crate) const ORIGIN_FILE: &str = "origin";
+
+impl Runtime {
+    pub fn new(root: PathBuf, systemd: bool) -> Result<Self> {
+        fs::create_dir_all(&root).map_err(|e| {
+            Failure::runtime(format!("cannot create state root {}: {e}", root.display()))
+        })?;
+        let root = fs::canonicalize(&root)?;
+        Ok(Self { root, systemd })
+    }
+
+    pub(crate) fn dir(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        self.dir(id).join("state.json").exists()
+    }
+
+    /// Load a container with refreshed status.
+    pub fn load(&self, id: &str) -> Result<Container> {
+        validate_id(id)?;
+        if !self.exists(id) {
+            return Err(Failure::runtime("container does not exist"));
+        }
+        let mut c = Container::load(self.dir(id))
+            .map_err(|e| Failure::from(e).context(format!("loading state of {id}")))?;
+        c.refresh_status()?;
+        Ok(c)
+    }
+
+    /// Ids of all containers under the root.
+    pub fn ids(&self) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for entry in fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && self.exists(&name) {
+                ids.push(name);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// runc's id rules, checked before any path is built from the id.
+pub fn validate_id(id: &str) -> Result<()> {
+    ContainerBuilder::new(id.to_owned(), SyscallType::default())
+        .validate_id()
+        .map(|_| ())
+        .map_err(|e| Failure::usage(format!("invalid container id {id:?}: {e}")))
+}
+
+/// runc's wording when an operation needs a running container.
+pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
+    if ok {
+        return Ok(());
+    }
+    Err(Failure::runtime(match c.status() {
+        ContainerStatus::Stopped if what == "start" => {
+            "cannot start a container that has stopped".to_owned()
+        }
+        ContainerStatus::Running | ContainerStatus::Paused if what == "start" => {
+            "cannot start an already running container".to_owned()
+        }
+        ContainerStatus::Paused if what == "pause" => "container already paused".to_owned(),
+        _ if what == "resume" => "container not paused".to_owned(),
+        ContainerStatus::Paused if what == "kill" => "container paused".to_owned(),
+        _ => "container not running".to_owned(),
+    }))
+}
+
+/// Serialise for a shadow bundle file.
+pub(crate) fn to_json(v: &impl serde::Serialize) -> Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(|e| Failure::runtime(e.to_string()))
+}
+
+/// The bundle the caller gave at create (what runc reports), even when
+/// libcontainer runs the container from a shadow copy.
+pub fn bundle_of(c: &Container) -> PathBuf {
+    match fs::read(c.bundle().join(ORIGIN_FILE)) {
+        Ok(bytes) => PathBuf::from(std::ffi::OsString::from_vec(bytes)),
+        Err(_) => c.bundle().clone(),
+    }
+}
+
+/// The container's rootfs as recorded in its bundle, absolute (for display).
+pub fn rootfs_of(c: &Container) -> PathBuf {
+    fs::read(c.bundle().join("config.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
+        .map(|p| {
+            if p.is_absolute() {
+                p
+            } else {
+                c.bundle().join(p)
+            }
+        })
+        .unwrap_or_else(|| Path::new("").to_path_buf())
+}

@@ -1,0 +1,102 @@
+//! `run`: create + start, then (unless detached) wait for the init process,
+//! forwarding signals to it as runc does, and delete the container after.
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::signalfd::SigSet;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::{CreateOptions, Runtime};
+use crate::error::{Failure, Result};
+
+/// How `run` treats the started container.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunMode {
+    /// Return once it runs (`--detach`).
+    pub detach: bool,
+    /// Keep it after it exits (`--keep`).
+    pub keep: bool,
+}
+
+/// Exit status for a reaped process, shell style: 128+N for a signal.
+pub fn exit_status(status: WaitStatus) -> i32 {
+    match status {
+        WaitStatus::Exited(_, code) => code,
+        WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+        _ => 0,
+    }
+}
+
+impl Runtime {
+    /// runc's `run`: the container's exit status in the foreground, 0 once
+    /// started when detached.
+    pub fn run(&self, id: &str, opts: &CreateOptions, mode: RunMode) -> Result<i32> {
+        // Block signals before the container exists, so that an init that
+        // exits at once cannot have its SIGCHLD discarded before we wait.
+        let signals = SigSet::all();
+        if !mode.detach {
+            // nix wraps pthread_sigmask; no threads exist yet.
+            signals.thread_block()?;
+            become_subreaper()?;
+        }
+        let mut container = self.create(id, opts, mode.detach)?;
+        if let Err(e) = container.start() {
+            let _ = container.delete(true);
+            self.remove_leftovers(id);
+            return Err(Failure::from(e).context("starting container"));
+        }
+        if mode.detach {
+            return Ok(0);
+        }
+        let pid = container
+            .pid()
+            .ok_or_else(|| Failure::runtime("container has no init pid after start"))?;
+        let status = foreground(pid, &signals);
+        crate::cgroups::oom::report(&container);
+        if !mode.keep {
+            if let Err(e) = self.destroy(&mut container, true) {
+                tracing::warn!(id, error = %e, "delete after run failed");
+                self.remove_leftovers(id);
+            }
+        }
+        status
+    }
+}
+
+/// The init is our grandchild (libcontainer double-forks); as a subreaper we
+/// are the one who sees it exit.
+fn become_subreaper() -> Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))
+}
+
+fn foreground(init: Pid, signals: &SigSet) -> Result<i32> {
+    loop {
+        if let Some(code) = reap(init)? {
+            return Ok(code);
+        }
+        match signals.wait()? {
+            Signal::SIGCHLD => continue,
+            // Go's runtime preemption signal in runc; never meant for the payload.
+            Signal::SIGURG => continue,
+            sig => {
+                if let Err(e) = kill(init, sig) {
+                    tracing::warn!(?sig, error = %e, "failed to forward signal to container init");
+                }
+            }
+        }
+    }
+}
+
+/// Reap every exited child; the init's status once it is among them.
+fn reap(init: Pid) -> Result<Option<i32>> {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return Ok(None),
+            Ok(status) if status.pid() == Some(init) => return Ok(Some(exit_status(status))),
+            Ok(_) => continue,
+            Err(nix::errno::Errno::ECHILD) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
