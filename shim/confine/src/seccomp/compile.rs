@@ -101,6 +101,9 @@ pub(crate) fn compile(filter: &Filter) -> BpfProgram {
     }
     if filter.x32_guard {
         intervals.set_from(X32_SYSCALL_BIT, Target::Ret(x32_verdict(filter.default)));
+        // -1 is no syscall: a ptrace tracer sets it to skip one, and the
+        // filter runs again; like libseccomp, let the default decide.
+        intervals.set(u32::MAX, Target::Ret(filter.default));
     }
     let dispatch = tree(&mut b, &intervals.0);
     let dispatch = match intervals.0.len() {

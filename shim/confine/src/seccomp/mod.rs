@@ -23,7 +23,8 @@
 //! * on x86_64, x32-ABI syscall numbers (`nr >= 0x40000000`), which share
 //!   the x86_64 audit arch and would otherwise slip past a deny-list
 //!   profile, get ENOSYS, or the default action if that is at least as
-//!   restrictive.
+//!   restrictive. Number -1 (no syscall: how a ptrace tracer skips one) is
+//!   left to the default action, as libseccomp does.
 //!
 //! libseccomp itself has no such precedence inside one filter: an
 //! unconditional rule silently overrides every other rule of its syscall
@@ -269,6 +270,7 @@ mod tests {
         assert_eq!(v("kexec_load"), libc::SECCOMP_RET_KILL_PROCESS);
         assert_eq!(v("read"), libc::SECCOMP_RET_ALLOW);
         assert_eq!(v("1073741825"), ERRNO | libc::ENOSYS as u32); // x32 write
+        assert_eq!(v("4294967295"), libc::SECCOMP_RET_ALLOW); // -1: no syscall
         let c = compile_for(&p, Arch::Aarch64).unwrap();
         assert_eq!(c.filters().len(), 1);
         let v = |name| verdict(&c, Arch::Aarch64, name, &[]);
