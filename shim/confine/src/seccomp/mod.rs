@@ -33,6 +33,7 @@
 //! exactly as libseccomp's does (the differential test checks it).
 
 mod bpf;
+mod cache;
 mod compile;
 mod profile;
 
@@ -43,6 +44,7 @@ use oci_spec::runtime::{LinuxSeccomp, LinuxSeccompFilterFlag};
 use sandboy_spec_gen::syscalls::Arch;
 use seccompiler::BpfProgram;
 
+pub use cache::{cache_key, compile_cached, compile_cached_for};
 pub use profile::notifies;
 
 use crate::ConfineError;
@@ -59,6 +61,17 @@ pub struct CompiledSeccomp {
 }
 
 impl CompiledSeccomp {
+    fn new(program: BpfProgram, flags: libc::c_ulong) -> Self {
+        let notify = program
+            .iter()
+            .any(|i| i.code == bpf::RET_K && i.k == libc::SECCOMP_RET_USER_NOTIF);
+        CompiledSeccomp {
+            program,
+            flags,
+            notify,
+        }
+    }
+
     /// The program to install.
     pub fn program(&self) -> &BpfProgram {
         &self.program
@@ -160,9 +173,9 @@ fn flags(seccomp: &LinuxSeccomp) -> Result<libc::c_ulong, ConfineError> {
     Ok(bits)
 }
 
-/// Compiles a profile for the native architecture.
-pub fn compile(seccomp: &LinuxSeccomp) -> Result<CompiledSeccomp, ConfineError> {
-    let arch = Arch::native().ok_or_else(|| {
+/// The architecture sandboy runs on, if it has a syscall table for it.
+fn native_arch() -> Result<Arch, ConfineError> {
+    Arch::native().ok_or_else(|| {
         ConfineError::seccomp(
             "",
             format!(
@@ -171,8 +184,12 @@ pub fn compile(seccomp: &LinuxSeccomp) -> Result<CompiledSeccomp, ConfineError> 
             ),
             "run on x86_64 or aarch64, or remove linux.seccomp",
         )
-    })?;
-    compile_for(seccomp, arch)
+    })
+}
+
+/// Compiles a profile for the native architecture.
+pub fn compile(seccomp: &LinuxSeccomp) -> Result<CompiledSeccomp, ConfineError> {
+    compile_for(seccomp, native_arch()?)
 }
 
 /// Compiles a profile for `arch` (tests compile for the non-native one too).
@@ -192,14 +209,7 @@ pub fn compile_for(seccomp: &LinuxSeccomp, arch: Arch) -> Result<CompiledSeccomp
             "simplify the profile (fewer rules or conditions)",
         ));
     }
-    let notify = program
-        .iter()
-        .any(|i| i.code == bpf::RET_K && i.k == libc::SECCOMP_RET_USER_NOTIF);
-    Ok(CompiledSeccomp {
-        program,
-        flags,
-        notify,
-    })
+    Ok(CompiledSeccomp::new(program, flags))
 }
 
 // The interpreter the differential test uses; the unit tests need only part of it.
