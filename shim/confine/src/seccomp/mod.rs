@@ -58,6 +58,9 @@ pub struct CompiledSeccomp {
     /// Whether the program has SCMP_ACT_NOTIFY verdicts: it is installed
     /// with a new listener, whose fd goes to the spec's `listenerPath`.
     notify: bool,
+    /// Install with SECCOMP_FILTER_FLAG_LOG whatever the profile says (an
+    /// install option, not part of the profile: never serialised).
+    log: bool,
 }
 
 impl CompiledSeccomp {
@@ -69,7 +72,17 @@ impl CompiledSeccomp {
             program,
             flags,
             notify,
+            log: false,
         }
+    }
+
+    /// Installs with `SECCOMP_FILTER_FLAG_LOG`, so that the kernel logs
+    /// every verdict but ALLOW (errno, kill, trap, …; which ones the
+    /// `kernel.seccomp.actions_logged` sysctl says) for denial reports.
+    /// Off unless the profile's `flags` ask for it.
+    pub fn with_log(mut self, on: bool) -> Self {
+        self.log = on;
+        self
     }
 
     /// The program to install.
@@ -95,8 +108,11 @@ impl CompiledSeccomp {
     }
 
     /// The flags `install` passes to `seccomp(2)`.
-    fn install_flags(&self) -> libc::c_ulong {
+    pub fn install_flags(&self) -> libc::c_ulong {
         let mut flags = self.flags;
+        if self.log {
+            flags |= libc::SECCOMP_FILTER_FLAG_LOG;
+        }
         if self.notify {
             flags |= libc::SECCOMP_FILTER_FLAG_NEW_LISTENER;
             // TSYNC and NEW_LISTENER both use the return value: the kernel
@@ -398,6 +414,31 @@ mod tests {
         assert_eq!(
             cbpf::run(&insns(&c), &data).0,
             libc::SECCOMP_RET_KILL_PROCESS
+        );
+    }
+
+    #[test]
+    fn log_flag_only_when_asked() {
+        let p = profile(r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#);
+        let c = compile_for(&p, Arch::X86_64).unwrap();
+        assert_eq!(c.install_flags() & libc::SECCOMP_FILTER_FLAG_LOG, 0);
+        let logged = c.clone().with_log(true);
+        assert_eq!(logged.install_flags(), libc::SECCOMP_FILTER_FLAG_LOG);
+        assert_eq!(logged.with_log(false).install_flags(), 0);
+        // Serialising keeps the profile's flags only.
+        let back = CompiledSeccomp::from_bytes(&c.clone().with_log(true).to_bytes()).unwrap();
+        assert_eq!(back, c);
+        let p = profile(
+            r#"{"defaultAction":"SCMP_ACT_ALLOW","flags":["SECCOMP_FILTER_FLAG_TSYNC"],"listenerPath":"/a",
+                "syscalls":[{"names":["getcwd"],"action":"SCMP_ACT_NOTIFY"}]}"#,
+        );
+        let c = compile_for(&p, Arch::X86_64).unwrap().with_log(true);
+        assert_eq!(
+            c.install_flags(),
+            libc::SECCOMP_FILTER_FLAG_LOG
+                | libc::SECCOMP_FILTER_FLAG_TSYNC
+                | libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+                | libc::SECCOMP_FILTER_FLAG_TSYNC_ESRCH
         );
     }
 
