@@ -428,8 +428,12 @@ fn random_args(rng: &mut Rng) -> Value {
     Value::Array(args)
 }
 
-fn random_profile(rng: &mut Rng, names: &[&'static str]) -> Value {
-    let pool: Vec<&str> = (0..1 + rng.below(12)).map(|_| *rng.pick(names)).collect();
+/// `size` bounds the syscalls named and the entries (12 and 10 make small
+/// programs; a few hundred make programs that need long jumps).
+fn random_profile(rng: &mut Rng, names: &[&'static str], size: (usize, usize)) -> Value {
+    let pool: Vec<&str> = (0..1 + rng.below(size.0))
+        .map(|_| *rng.pick(names))
+        .collect();
     // Half the profiles give every syscall one action (libseccomp's single
     // program is then a second oracle).
     let one_action_each = rng.chance(50);
@@ -440,7 +444,7 @@ fn random_profile(rng: &mut Rng, names: &[&'static str]) -> Value {
     let (default, default_errno) = random_action(rng, false);
     let mut entries = Vec::new();
     let mut notify = false;
-    for _ in 0..1 + rng.below(10) {
+    for _ in 0..1 + rng.below(size.1) {
         let first = *rng.pick(&pool);
         let (action, errno) = if one_action_each {
             fixed[first].clone()
@@ -620,7 +624,7 @@ fn random_profiles_match_libseccomp() {
     let (mut t, mut direct) = (Tally::default(), 0);
     const PROFILES: usize = 2500;
     for _ in 0..PROFILES {
-        let v = random_profile(&mut rng, &names);
+        let v = random_profile(&mut rng, &names, (12, 10));
         let json = v.to_string();
         let p: LinuxSeccomp = serde_json::from_value(v).expect("generated profile parses");
         direct += usize::from(conflict_free(&model(&p)));
@@ -635,6 +639,28 @@ fn random_profiles_match_libseccomp() {
         t.example.as_deref().unwrap_or("-")
     );
     assert!(t.evaluations >= 1_000_000);
+}
+
+#[test]
+fn large_random_profiles_match_libseccomp() {
+    let Some(lib) = need_libseccomp() else {
+        return;
+    };
+    let names: Vec<&'static str> = syscalls::names(Arch::X86_64).collect();
+    let mut rng = Rng(seed() ^ 0x1a);
+    let (mut t, mut long_jumps) = (Tally::default(), 0);
+    for _ in 0..20 {
+        let v = random_profile(&mut rng, &names, (300, 400));
+        let json = v.to_string();
+        let p: LinuxSeccomp = serde_json::from_value(v).expect("generated profile parses");
+        long_jumps += usize::from(sandboy_program(&p, &json).iter().any(|i| i.code == 0x05));
+        differ(&lib, &mut rng, &p, &json, 2_000, &mut t);
+    }
+    println!(
+        "differential: 20 large random profiles ({long_jumps} with long jumps), {} evaluations; libseccomp miscompiled {}",
+        t.evaluations, t.libseccomp_wrong
+    );
+    assert!(long_jumps > 0, "no profile needed a long jump");
 }
 
 /// podman's default profile (containers-common format) as the OCI profile

@@ -8,7 +8,8 @@
 //! * a syscall entry with several conditions on the same argument becomes
 //!   one rule per condition (OR), otherwise its conditions are ANDed;
 //! * `errnoRet` defaults to EPERM for SCMP_ACT_ERRNO and to 0 for
-//!   SCMP_ACT_TRACE; SCMP_ACT_KILL is SCMP_ACT_KILL_THREAD.
+//!   SCMP_ACT_TRACE (what sandboy always did; runc passes EPERM to the
+//!   tracer there); SCMP_ACT_KILL is SCMP_ACT_KILL_THREAD.
 //!
 //! When several rules of a syscall match, the most restrictive action wins
 //! (see [`super::compile::precedence`]), as it did with the chain of
