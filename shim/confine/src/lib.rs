@@ -85,7 +85,7 @@ impl Confinement {
         }
         tracing::debug!(
             landlock = landlock.is_some(),
-            seccomp_filters = seccomp.as_ref().map_or(0, |s| s.filters().len()),
+            seccomp_insns = seccomp.as_ref().map_or(0, |s| s.program().len()),
             preserve_fds,
             "confinement prepared"
         );
