@@ -49,6 +49,10 @@ pub enum ConfineError {
     #[error("cannot install {what}: the process has neither no_new_privs nor CAP_SYS_ADMIN; set process.noNewPrivileges to true in config.json (or grant CAP_SYS_ADMIN)")]
     Privilege { what: &'static str },
 
+    /// A serialised seccomp program (a cache entry) is not one sandboy wrote.
+    #[error("cached seccomp program: {message}")]
+    SeccompCache { message: String },
+
     /// A kernel call failed.
     #[error("{what}: {source}")]
     Kernel {

@@ -12,7 +12,7 @@
 //!   changing the process fails here, so `create` reports it.
 //! * [`Confinement::apply`] in `Executor::exec` right before `execve`: marks
 //!   fds close-on-exec, restricts itself with Landlock, installs the seccomp
-//!   filters. Any failure is an error: a spec with `linux.seccomp` never runs
+//!   program (one BPF program, see [`seccomp`]). Any failure is an error: a spec with `linux.seccomp` never runs
 //!   unfiltered.
 //!
 //! The fd sweep runs first (close-on-exec only takes effect at `execve`, so
@@ -85,7 +85,7 @@ impl Confinement {
         }
         tracing::debug!(
             landlock = landlock.is_some(),
-            seccomp_filters = seccomp.as_ref().map_or(0, |s| s.filters().len()),
+            seccomp_insns = seccomp.as_ref().map_or(0, |s| s.program().len()),
             preserve_fds,
             "confinement prepared"
         );

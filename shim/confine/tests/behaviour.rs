@@ -286,6 +286,28 @@ fn seccomp_default_errno_allow_list() -> CaseResult {
     expect(out, Outcome::Exited(0))
 }
 
+fn seccomp_log_flag() -> CaseResult {
+    let profile: LinuxSeccomp = serde_json::from_str(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+        {"names":["getppid"],"action":"SCMP_ACT_ERRNO","errnoRet":5}]}"#,
+    )
+    .expect("profile");
+    let compiled = sandboy_confine::seccomp::compile(&profile)
+        .map_err(|e| e.to_string())?
+        .with_log(true);
+    let out = in_child(|| {
+        let c = Confinement::prepare_with(&spec(None, None), 0, Some(compiled.clone()));
+        let Ok(c) = c else { return 90 };
+        if c.apply().is_err() {
+            return 91;
+        }
+        // SAFETY: no arguments.
+        let getppid = err_of(unsafe { libc::syscall(libc::SYS_getppid) });
+        i32::from(getppid != libc::EIO)
+    });
+    expect(out, Outcome::Exited(0))
+}
+
 fn landlock_tcp() -> CaseResult {
     if let Some(why) = need_abi(4) {
         return skip(&why);
@@ -485,6 +507,7 @@ fn main() {
             "seccomp_default_errno_allow_list",
             seccomp_default_errno_allow_list,
         ),
+        ("seccomp_log_flag", seccomp_log_flag),
         ("fd_sweep_across_exec", fd_sweep_across_exec),
     ];
     let filter: Vec<String> = std::env::args()
