@@ -21,7 +21,10 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    pub fn load(dir: &Path) -> Result<Self> {
+    /// Load and check `dir/config.json`; its seccomp profile is compiled
+    /// through the cache in `seccomp_cache` (a node runs thousands of
+    /// containers with the same engine profile: it is compiled once).
+    pub fn load(dir: &Path, seccomp_cache: &Path) -> Result<Self> {
         let dir = fs::canonicalize(dir).map_err(|e| {
             Failure::config(format!(
                 "bundle {}: {e}; pass --bundle with a directory holding config.json",
@@ -44,7 +47,7 @@ impl Bundle {
                 strip_location(&e.to_string())
             ))
         })?;
-        let seccomp = check(&spec, &dir, &path)?;
+        let seccomp = check(&spec, &dir, &path, seccomp_cache)?;
         Ok(Self { dir, spec, seccomp })
     }
 }
@@ -54,7 +57,12 @@ fn strip_location(msg: &str) -> &str {
 }
 
 /// Checks libcontainer would only notice after forking, or not at all.
-fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<Option<sandboy_confine::CompiledSeccomp>> {
+fn check(
+    spec: &Spec,
+    dir: &Path,
+    path: &Path,
+    seccomp_cache: &Path,
+) -> Result<Option<sandboy_confine::CompiledSeccomp>> {
     let at = path.display();
     if !spec.version().starts_with("1.") {
         return Err(Failure::config(format!(
@@ -106,7 +114,7 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<Option<sandboy_confine:
         .as_ref()
         .and_then(|l| l.seccomp().as_ref())
         .map(|profile| {
-            sandboy_confine::seccomp::compile(profile)
+            sandboy_confine::seccomp::compile_cached(profile, seccomp_cache)
                 .map_err(|e| Failure::config(format!("{at}: linux.seccomp: {e}")))
         })
         .transpose()

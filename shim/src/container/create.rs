@@ -11,7 +11,9 @@ use libcontainer::syscall::syscall::SyscallType;
 use oci_spec::runtime::LinuxNamespaceType;
 
 use super::bundle::Bundle;
-use super::{to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SHADOW_DIR};
+use super::{
+    to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SECCOMP_CACHE_DIR, SHADOW_DIR,
+};
 use crate::cgroups;
 use crate::error::{Failure, Result};
 use crate::init::executor::SandboyExecutor;
@@ -30,7 +32,7 @@ impl Runtime {
                 "--systemd-cgroup: the systemd cgroup manager is not built into sandboy; drop the flag (cgroupfs is used)",
             ));
         }
-        let bundle = Bundle::load(&opts.bundle)?;
+        let bundle = Bundle::load(&opts.bundle, &self.root.join(SECCOMP_CACHE_DIR))?;
         let linux = bundle
             .spec
             .linux()

@@ -57,6 +57,8 @@ pub struct Runtime {
 
 /// Directory (under the state root) for rewritten bundles, see `create`.
 pub(crate) const SHADOW_DIR: &str = ".bundles";
+/// Directory (under the state root) of compiled seccomp programs.
+pub(crate) const SECCOMP_CACHE_DIR: &str = ".seccomp-cache";
 /// In a shadow bundle: the path of the bundle the caller gave.
 pub(crate) const ORIGIN_FILE: &str = "origin";
 
