@@ -52,20 +52,25 @@ def peak_rss_kib(argv):
     return int(lines[-1][4:]) if p.returncode == 0 and lines else 0
 
 
+def peers():
+    """The peer runtimes found here. youki is not packaged for Debian: give
+    its binary as YOUKI=/path to compare against libcontainer's own runtime
+    (any peer can be pointed at a binary the same way, e.g. CRUN=/opt/crun)."""
+    found = {}
+    for name in ("runc", "crun", "youki"):
+        path = os.environ.get(name.upper()) or shutil.which(name)
+        if path:
+            found[name] = path
+        else:
+            print(f"{name}: not compared (not found; {name.upper()}=/path/to/{name} adds it)")
+    return found
+
+
 def main():
     sandboy, bundle, policy_bundle = sys.argv[1:4]
     n = int(sys.argv[4]) if len(sys.argv) > 4 else 30
     long_bundle = sys.argv[5] if len(sys.argv) > 5 else None
-    runtimes = {"sandboy": sandboy}
-    # youki is not packaged for Debian: give its binary as YOUKI=/path to
-    # compare against libcontainer's own runtime (any peer can be pointed
-    # at a binary the same way, e.g. CRUN=/opt/crun).
-    for name in ("runc", "crun", "youki"):
-        path = os.environ.get(name.upper()) or shutil.which(name)
-        if path:
-            runtimes[name] = path
-        else:
-            print(f"{name}: not compared (not found; {name.upper()}=/path/to/{name} adds it)")
+    runtimes = {"sandboy": sandboy, **peers()}
     cases = [(name, bin, bundle) for name, bin in runtimes.items()]
     cases.append(("sandboy+strict", sandboy, policy_bundle))
     roots = {c[0]: tempfile.mkdtemp(prefix=f"bench-{c[0]}-") for c in cases}

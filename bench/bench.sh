@@ -25,6 +25,24 @@ unshare -m --propagation private bash -c '
   mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null || true
   exec python3 "$0" "$@"' "$repo/bench/bench.py" "$sandboy" "$work/plain" "$work/strict" "$n" "$work/long"
 
+if [ -f /usr/share/containers/seccomp.json ]; then
+  echo
+  echo "== podman's default seccomp profile: run+delete and syscalls inside"
+  gcc -static -O2 -o "$work/syscall_loop" "$repo/bench/syscall_loop.c"
+  "$repo/bundles/busybox.sh" "$work/engine" /bin/true >/dev/null
+  for call in personality getppid; do
+    "$repo/bundles/busybox.sh" "$work/$call" /syscall_loop "$call" 1000000 >/dev/null
+    cp "$work/syscall_loop" "$work/$call/rootfs/syscall_loop"
+  done
+  for b in engine personality getppid; do
+    python3 "$repo/bench/podman_profile.py" /usr/share/containers/seccomp.json "$work/$b/config.json"
+  done
+  unshare -m --propagation private bash -c '
+    mount --bind /dev/null /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null || true
+    exec python3 "$0" "$@"' "$repo/bench/seccomp.py" "$sandboy" "$work/engine" \
+      "$work/personality" "$work/getppid" "${BENCH_SECCOMP_N:-25}"
+fi
+
 echo
 echo "== sandboy-spec-gen generate, 200-rule policy"
 cargo bench -q -p sandboy-spec-gen 2>/dev/null | grep -E 'generate_200_rules_median_us' || echo "spec-gen bench unavailable"
