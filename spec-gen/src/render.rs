@@ -23,7 +23,8 @@ use oci_spec::runtime::{
 };
 
 use crate::annotations::{self, Access, FsRule, LandlockRuleset, NetRules};
-use crate::error::Error;
+use crate::error::{Diagnostic, Error, Location};
+use crate::policy::diagnostic;
 use crate::policy::{is_under, NetNamespace, Policy, SeccompAction};
 
 /// OCI runtime-spec version written into generated configs.
@@ -215,8 +216,53 @@ fn depth(p: &Path) -> usize {
     p.components().count()
 }
 
-/// Render a checked policy into an OCI spec.
+/// What a policy must have before it can become a config.json: absolute
+/// `[fs]` paths (relative ones are for `sandboy wrap`, which anchors them
+/// with [`Policy::resolve_relative`]) and a command, from the policy or
+/// from the base spec.
+pub fn check_renderable(policy: &Policy, base: Option<&Spec>) -> Result<(), Error> {
+    let mut diags: Vec<Diagnostic> = policy
+        .relative
+        .iter()
+        .map(|r| {
+            let suggestion = format!("/{}", r.written.trim_start_matches(['.', '~', '/']));
+            diagnostic(
+                &policy.file,
+                r.location,
+                r.span.clone(),
+                r.grant.key(),
+                format!("path \"{}\" is relative: relative paths are only for sandboy wrap; use an absolute path inside the container", r.written),
+                Some(suggestion),
+                "`sandboy wrap` anchors \".\" at its working directory and \"~\" at the home directory; a generated config.json needs container paths",
+            )
+        })
+        .collect();
+    let base_args = base
+        .and_then(|b| b.process().as_ref())
+        .and_then(|p| p.args().as_ref())
+        .is_some_and(|a| !a.is_empty());
+    if policy.args.is_empty() && !base_args {
+        diags.push(diagnostic(
+            &policy.file,
+            Location::START,
+            0..0,
+            "process.args",
+            "no command to run",
+            None,
+            "add [process] args = [\"/bin/sh\", \"-c\", \"make test\"], or pass --base with a config.json whose process.args is set",
+        ));
+    }
+    if diags.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Policy(diags))
+    }
+}
+
+/// Render a checked policy into an OCI spec (see [`check_renderable`] for
+/// what it refuses).
 pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
+    check_renderable(policy, opts.base.as_ref())?;
     let from_base = opts.base.is_some();
     let mut spec = opts.base.clone().unwrap_or_default();
     spec.set_version(if from_base {
@@ -231,7 +277,9 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
 
     // Process.
     let mut process = spec.process().clone().unwrap_or_default();
-    process.set_args(Some(policy.args.clone()));
+    if !policy.args.is_empty() {
+        process.set_args(Some(policy.args.clone()));
+    }
     process.set_cwd(PathBuf::from(&policy.cwd));
     process.set_env(Some(merge_env(
         process.env().as_deref().filter(|_| from_base),
