@@ -277,3 +277,48 @@ fn ignore_files_are_written_and_marked() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn explain_describes_wave_two_keys() {
+    let dir = tmpdir("explain2");
+    let policy = dir.join("wrapped.toml");
+    std::fs::write(
+        &policy,
+        r#"version = 1
+[fs]
+read = ["/usr"]
+write = [".", "~/.cache"]
+[net]
+udp = [53]
+allow = ["GitHub.com:443", "*.crates.io:443"]
+deny = ["evil.example.com:443"]
+allow_cidr = ["10.0.0.0/8:5432"]
+[limits]
+disk = "2GiB"
+inodes = 100000
+"#,
+    )
+    .unwrap();
+    let out = run(&["explain", policy.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "Policy \"wrapped\"",
+        "the command given to `sandboy wrap`",
+        ". (the working directory of sandboy wrap)",
+        "~/.cache (the home directory of sandboy wrap)",
+        "may use UDP ports:        53",
+        "may reach hosts: github.com:443, *.crates.io:443",
+        "never reaches (checked first): evil.example.com:443",
+        "may reach addresses: 10.0.0.0/8 port 5432",
+        "writable storage: 2GiB, 100000 files and directories",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
