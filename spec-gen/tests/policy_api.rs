@@ -107,3 +107,33 @@ fn example_policies_have_no_wave_two_rules() {
     assert!(p.udp.is_empty() && p.egress.is_empty());
     assert!(p.disk.is_none() && p.inodes.is_none());
 }
+
+#[test]
+fn write_paths_get_tmpfs_only_where_nothing_writable_covers_them() {
+    let p = parse(
+        r#"version = 1
+[fs]
+write = ["/a/b", "/a", "/dev/x", "/rw/y", "/sysx"]
+[[mount]]
+source = "/tmp"
+destination = "/rw"
+options = ["rw"]
+[process]
+args = ["/bin/true"]
+"#,
+    );
+    let spec = render::render(&p, &RenderOptions::default()).unwrap();
+    let tmpfs: Vec<String> = spec
+        .mounts()
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m.typ().as_deref() == Some("tmpfs") && m.source().as_deref() == Some(Path::new("tmpfs"))
+        })
+        .map(|m| m.destination().display().to_string())
+        .filter(|d| d != "/dev")
+        .collect();
+    // /a/b lies in /a's tmpfs, /dev/x in /dev, /rw/y in the rw bind.
+    assert_eq!(tmpfs, ["/a", "/sysx"]);
+}
