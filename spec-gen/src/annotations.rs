@@ -120,7 +120,7 @@ pub struct WasmLimits {
 /// Why an annotation could not be decoded.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "annotation {key}: {message} at line {line} column {column}; fix the JSON value (see SPEC §5)"
+    "annotation {key}: {message} at line {line} column {column}; fix the JSON value (see docs/policy.md#annotations)"
 )]
 pub struct DecodeError {
     pub key: &'static str,
@@ -240,7 +240,7 @@ pub const ACCESS_NAMES: &[(&str, u64)] = &[
 /// An access item that names no known right.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AccessError {
-    #[error("unknown Landlock access right {0:?}; use read, exec, write or a single right such as read_file, write_file, make_dir (see SPEC §5)")]
+    #[error("unknown Landlock access right {0:?}; use read, exec, write or a single right such as read_file, write_file, make_dir (see docs/policy.md#annotations)")]
     UnknownName(String),
     #[error("raw Landlock access value 0 grants nothing; remove it or use a right name")]
     Zero,

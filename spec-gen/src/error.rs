@@ -1,11 +1,15 @@
 //! The one error type of the library, and located policy diagnostics.
 //!
 //! Every policy problem, syntactic or semantic, becomes a [`Diagnostic`]
-//! that names the file, line and column, the offending key, and a hint. The
-//! binary maps [`Error::exit_code`] to its exit status (SPEC §3: 2 for policy
-//! and usage errors, 1 for I/O failures).
+//! that names the file, line and column, the offending key, and a hint. Its
+//! `Display` is one compact line (what logs and the runtime show);
+//! [`Diagnostic::render_snippet`] draws the rustc-style view with the
+//! source line and a caret (what the CLI prints). The binary maps
+//! [`Error::exit_code`] to its exit status: 2 for policy and usage errors, 1
+//! for I/O failures.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::PathBuf;
 
 /// A 1-based line and column (columns count characters, not bytes).
@@ -32,12 +36,44 @@ impl Location {
     }
 }
 
+/// Line starts of a source text, so that many offsets can be located in
+/// `O(log lines)` each instead of rescanning the text (a policy with 100,000
+/// rules may carry as many locations).
+#[derive(Debug, Clone)]
+pub(crate) struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(src: &str) -> LineIndex {
+        let starts = std::iter::once(0)
+            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { starts }
+    }
+
+    /// Same result as [`Location::of_offset`].
+    pub(crate) fn locate(&self, src: &str, offset: usize) -> Location {
+        let mut offset = offset.min(src.len());
+        while !src.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        let column = src[start..offset].chars().count() + 1;
+        Location { line, column }
+    }
+}
+
 /// One located problem in a policy file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// The policy file as the user named it.
     pub file: String,
     pub location: Location,
+    /// Byte range in the policy text that the diagnostic points at (empty
+    /// when the problem is something missing, located where it belongs).
+    pub span: Range<usize>,
     /// Dotted key path, e.g. `syscalls.deny` or `mount[1].source`.
     pub key: String,
     /// What is wrong.
@@ -59,6 +95,64 @@ impl fmt::Display for Diagnostic {
             write!(f, " — did you mean \"{s}\"?")?;
         }
         write!(f, " hint: {}", self.hint)
+    }
+}
+
+impl Diagnostic {
+    /// rustc-style view: the message, `--> file:line:col`, the source line
+    /// with a caret under the offending text, and the hint. `src` is the
+    /// policy text the diagnostic was made from; `color` adds ANSI styles
+    /// (callers decide, e.g. only when stderr is a terminal).
+    pub fn render_snippet(&self, src: &str, color: bool) -> String {
+        use annotate_snippets::{Level, Renderer, Snippet};
+        let title = format!("{} in {}", self.message, self.key);
+        let label = self
+            .suggestion
+            .as_ref()
+            .map(|s| format!("did you mean \"{s}\"?"))
+            .unwrap_or_default();
+        let span = self.caret_span(src);
+        let message = Level::Error
+            .title(&title)
+            .snippet(
+                Snippet::source(src)
+                    .line_start(1)
+                    .origin(&self.file)
+                    .fold(true)
+                    .annotation(Level::Error.span(span).label(&label)),
+            )
+            .footer(Level::Help.title(&self.hint));
+        let renderer = if color {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        let mut out = renderer.render(message).to_string();
+        out.push('\n');
+        out
+    }
+
+    /// The span clamped into `src` and at least one character wide, so the
+    /// caret shows even for "missing" diagnostics (empty spans) and at the
+    /// end of the file.
+    fn caret_span(&self, src: &str) -> Range<usize> {
+        let floor = |mut i: usize| {
+            i = i.min(src.len());
+            while !src.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let start = floor(self.span.start);
+        let end = floor(self.span.end.max(start));
+        if end > start {
+            // One line is enough to point at; a multi-line table or array
+            // would drag its whole body into the snippet.
+            let line_end = src[start..end].find('\n').map_or(end, |i| start + i);
+            return start..line_end.max(start + 1).min(end);
+        }
+        let next = src[start..].chars().next().map_or(0, char::len_utf8);
+        start..start + next
     }
 }
 
@@ -161,6 +255,19 @@ mod tests {
             Location::of_offset(src, 12),
             Location { line: 2, column: 6 }
         );
+    }
+
+    #[test]
+    fn line_index_agrees_with_of_offset() {
+        let src = "a = 1\nbé = 2\n\nlast";
+        let index = LineIndex::new(src);
+        for offset in 0..=src.len() + 2 {
+            assert_eq!(
+                index.locate(src, offset),
+                Location::of_offset(src, offset),
+                "{offset}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use crate::annotations::{LandlockMode, Scope};
-use crate::policy::{NetNamespace, Policy, SeccompAction, DEFAULT_DENY};
+use crate::policy::{
+    Anchor, Egress, Grant, HostRule, NetNamespace, Policy, SeccompAction, DEFAULT_DENY,
+};
 
 fn list(items: &[String]) -> String {
     if items.is_empty() {
@@ -19,7 +21,35 @@ pub fn explain(p: &Policy) -> String {
     let mut o = String::new();
     // Writing into a String cannot fail; the results are ignored on purpose.
     let _ = writeln!(o, "Policy \"{}\" ({})", p.name, p.file);
-    let _ = writeln!(o, "Runs: {}", p.args.join(" "));
+    process(&mut o, p);
+    let _ = writeln!(o);
+    files(&mut o, p);
+    let _ = writeln!(o);
+    network(&mut o, p);
+    let _ = writeln!(o);
+    system_calls(&mut o, p);
+    let _ = writeln!(o);
+    limits(&mut o, p);
+    if !p.ignore.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Agent context (not a security boundary): tools are asked to ignore {}",
+            p.ignore.join(", ")
+        );
+    }
+    o
+}
+
+fn process(o: &mut String, p: &Policy) {
+    if p.args.is_empty() {
+        let _ = writeln!(
+            o,
+            "Runs: the command given to `sandboy wrap` (or --base's process.args)"
+        );
+    } else {
+        let _ = writeln!(o, "Runs: {}", p.args.join(" "));
+    }
     let _ = writeln!(
         o,
         "  as uid {} gid {}, in {}, without gaining privileges (no_new_privileges)",
@@ -28,7 +58,23 @@ pub fn explain(p: &Policy) -> String {
     if p.is_wasm() {
         let _ = writeln!(o, "  as a WebAssembly program (OCI-wasm mode)");
     }
-    let _ = writeln!(o);
+}
+
+/// A list with the relative entries of `grant` appended as written, so a
+/// reviewer sees `.` rather than nothing.
+fn with_relative(p: &Policy, list: &[String], grant: Grant) -> String {
+    let mut items: Vec<String> = list.to_vec();
+    for r in p.relative.iter().filter(|r| r.grant == grant) {
+        let anchor = match r.anchor {
+            Anchor::Cwd => "the working directory",
+            Anchor::Home => "the home directory",
+        };
+        items.push(format!("{} ({anchor} of sandboy wrap)", r.written));
+    }
+    self::list(&items)
+}
+
+fn files(o: &mut String, p: &Policy) {
     let mode = match p.landlock_mode {
         LandlockMode::Enforce => {
             "enforced (the container does not start if the kernel cannot enforce every rule)"
@@ -39,9 +85,21 @@ pub fn explain(p: &Policy) -> String {
         LandlockMode::Off => "OFF: the file and network rules below are NOT enforced by Landlock",
     };
     let _ = writeln!(o, "Files — Landlock {mode}:");
-    let _ = writeln!(o, "  can read:            {}", list(&p.read));
-    let _ = writeln!(o, "  can run programs in: {}", list(&p.exec));
-    let _ = writeln!(o, "  can write/create/delete in: {}", list(&p.write));
+    let _ = writeln!(
+        o,
+        "  can read:            {}",
+        with_relative(p, &p.read, Grant::Read)
+    );
+    let _ = writeln!(
+        o,
+        "  can run programs in: {}",
+        with_relative(p, &p.exec, Grant::Exec)
+    );
+    let _ = writeln!(
+        o,
+        "  can write/create/delete in: {}",
+        with_relative(p, &p.write, Grant::Write)
+    );
     let _ = writeln!(o, "  hidden even there:   {}", list(&p.hide));
     let _ = writeln!(
         o,
@@ -65,7 +123,17 @@ pub fn explain(p: &Policy) -> String {
             }
         );
     }
-    let _ = writeln!(o);
+}
+
+fn ports(v: &[u16]) -> String {
+    if v.is_empty() {
+        "none".to_string()
+    } else {
+        v.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+    }
+}
+
+fn network(o: &mut String, p: &Policy) {
     let _ = writeln!(o, "Network:");
     match p.net_namespace {
         NetNamespace::None => {
@@ -78,15 +146,12 @@ pub fn explain(p: &Policy) -> String {
             let _ = writeln!(o, "  shares the host's network");
         }
     }
-    let ports = |v: &[u16]| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
-        }
-    };
     let _ = writeln!(o, "  may connect to TCP ports: {}", ports(&p.connect));
     let _ = writeln!(o, "  may listen on TCP ports:  {}", ports(&p.bind));
+    if !p.udp.is_empty() {
+        let _ = writeln!(o, "  may use UDP ports:        {}", ports(&p.udp));
+    }
+    egress(o, &p.egress);
     if p.scope.contains(&Scope::AbstractUnixSocket) {
         let _ = writeln!(
             o,
@@ -96,7 +161,33 @@ pub fn explain(p: &Policy) -> String {
     if p.scope.contains(&Scope::Signal) {
         let _ = writeln!(o, "  cannot send signals to processes outside the sandbox");
     }
-    let _ = writeln!(o);
+}
+
+fn egress(o: &mut String, e: &Egress) {
+    let hosts = |rules: &[HostRule]| {
+        let v: Vec<String> = rules
+            .iter()
+            .map(|r| format!("{}:{}", r.pattern, r.port))
+            .collect();
+        list(&v)
+    };
+    if !e.deny.is_empty() {
+        let _ = writeln!(o, "  never reaches (checked first): {}", hosts(&e.deny));
+    }
+    if !e.allow.is_empty() {
+        let _ = writeln!(o, "  may reach hosts: {}", hosts(&e.allow));
+    }
+    if !e.allow_cidr.is_empty() {
+        let v: Vec<String> = e
+            .allow_cidr
+            .iter()
+            .map(|c| format!("{}/{} port {}", c.addr, c.prefix, c.port))
+            .collect();
+        let _ = writeln!(o, "  may reach addresses: {}", list(&v));
+    }
+}
+
+fn system_calls(o: &mut String, p: &Policy) {
     let action = match p.action {
         SeccompAction::Errno => "fail with EPERM",
         SeccompAction::Kill => "kill the process",
@@ -104,47 +195,63 @@ pub fn explain(p: &Policy) -> String {
     };
     let _ = writeln!(o, "System calls: {} denied calls {action}:", p.deny.len());
     let _ = writeln!(o, "  {}", list(&p.deny));
-    if p.default_deny {
-        let removed: Vec<String> = DEFAULT_DENY
-            .iter()
-            .filter(|d| !p.deny.iter().any(|x| x == *d))
-            .map(|d| d.to_string())
-            .collect();
-        if !removed.is_empty() {
-            let _ = writeln!(
-                o,
-                "  allowed back from the built-in list: {}",
-                list(&removed)
-            );
-        }
-    } else {
+    if !p.default_deny {
         let _ = writeln!(o, "  (the built-in deny list is switched off)");
+        return;
     }
-    let _ = writeln!(o);
+    let removed: Vec<String> = DEFAULT_DENY
+        .iter()
+        .filter(|d| !p.deny.iter().any(|x| x == *d))
+        .map(|d| d.to_string())
+        .collect();
+    if !removed.is_empty() {
+        let _ = writeln!(
+            o,
+            "  allowed back from the built-in list: {}",
+            list(&removed)
+        );
+    }
+}
+
+fn limits(o: &mut String, p: &Policy) {
+    let or = |v: Option<String>, none: &str| v.unwrap_or_else(|| none.to_string());
     let _ = writeln!(o, "Limits:");
     let _ = writeln!(
         o,
         "  memory: {}",
-        p.memory.map_or("unlimited".into(), |m| m.to_string())
+        or(p.memory.map(|m| m.to_string()), "unlimited")
     );
     let _ = writeln!(
         o,
         "  processes/threads: {}",
-        p.pids.map_or("unlimited".into(), |n| n.to_string())
+        or(p.pids.map(|n| n.to_string()), "unlimited")
     );
     let _ = writeln!(
         o,
         "  CPUs: {}",
-        p.cpus.map_or("unlimited".into(), |n| n.to_string())
+        or(p.cpus.map(|n| n.to_string()), "unlimited")
     );
     let _ = writeln!(o, "  open files: {}", p.nofile.unwrap_or(1024));
     let _ = writeln!(
         o,
         "  wall clock: {}",
-        p.timeout.map_or("no timeout".into(), |t| format!(
-            "{t}, then the whole container is killed"
-        ))
+        or(
+            p.timeout
+                .map(|t| format!("{t}, then the whole container is killed")),
+            "no timeout"
+        )
     );
+    if p.disk.is_some() || p.inodes.is_some() {
+        let _ = writeln!(
+            o,
+            "  writable storage: {}, {}",
+            or(p.disk.map(|d| d.to_string()), "default size"),
+            or(
+                p.inodes.map(|n| format!("{n} files and directories")),
+                "default file count"
+            )
+        );
+    }
     if let Some(w) = &p.wasm {
         let f = |v: Option<String>| v.unwrap_or_else(|| "runtime default".into());
         let _ = writeln!(
@@ -158,13 +265,4 @@ pub fn explain(p: &Policy) -> String {
             f(w.max_results.map(|n| n.to_string()))
         );
     }
-    if !p.ignore.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "Agent context (not a security boundary): tools are asked to ignore {}",
-            p.ignore.join(", ")
-        );
-    }
-    o
 }

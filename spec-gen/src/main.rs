@@ -1,8 +1,9 @@
 //! `sandboy-spec-gen`: policy → OCI bundle config, plus check, explain,
-//! schema and ignore-file generation (SPEC §4). Exit status: 0 ok, 2 usage
+//! schema and ignore-file generation (docs/policy.md). Exit status: 0 ok, 2 usage
 //! or policy error, 1 I/O failure.
 
-use std::io::Write as _;
+use std::collections::HashMap;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -16,6 +17,10 @@ use sandboy_spec_gen::{explain, render, Error, Policy, RenderOptions};
     about = "Turn an owen.policy.toml into an OCI bundle config and related artifacts"
 )]
 struct Cli {
+    /// Policy errors as one `file:line:col: error: …` line each, without
+    /// the source snippet (for scripts and editors' problem matchers).
+    #[arg(long, global = true)]
+    short: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -75,11 +80,42 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(cli.command) {
+    let report = Report { short: cli.short };
+    match run(cli.command, &report) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{e}");
+            report.error(&e);
             ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// How errors reach stderr: policy diagnostics rustc-style with the source
+/// line and a caret (coloured only on a terminal), or one line each with
+/// `--short`; every other error as its one-line message.
+struct Report {
+    short: bool,
+}
+
+impl Report {
+    fn error(&self, e: &Error) {
+        let diags = e.diagnostics();
+        if self.short || diags.is_empty() {
+            eprintln!("{e}");
+            return;
+        }
+        let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let mut sources: HashMap<&str, Option<String>> = HashMap::new();
+        for d in diags {
+            // Diagnostics name the file as the user gave it, so it reads
+            // back from the same place; if it cannot, the line suffices.
+            let src = sources
+                .entry(d.file.as_str())
+                .or_insert_with(|| std::fs::read_to_string(&d.file).ok());
+            match src {
+                Some(src) => eprint!("{}", d.render_snippet(src, color)),
+                None => eprintln!("{d}"),
+            }
         }
     }
 }
@@ -95,7 +131,7 @@ fn stdout(text: &str) -> Result<(), Error> {
         })
 }
 
-fn run(command: Command) -> Result<(), Error> {
+fn run(command: Command, report: &Report) -> Result<(), Error> {
     match command {
         Command::Generate {
             policy,
@@ -130,7 +166,7 @@ fn run(command: Command) -> Result<(), Error> {
                 match Policy::load(path) {
                     Ok(_) => stdout(&format!("{}: ok\n", path.display()))?,
                     Err(e) => {
-                        eprintln!("{e}");
+                        report.error(&e);
                         // A policy error (2) outranks an unreadable file (1).
                         if worst.as_ref().is_none_or(|w| e.exit_code() > w.exit_code()) {
                             worst = Some(e);

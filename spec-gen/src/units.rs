@@ -1,6 +1,8 @@
 //! Sizes (`512MiB`) and durations (`10m`) as written in policies and
-//! annotations. Both also accept a bare integer (bytes, milliseconds) so a
-//! hand-written annotation can stay numeric.
+//! annotations. The annotation codec also accepts a bare integer (bytes,
+//! milliseconds) so a hand-written annotation can stay numeric; a policy
+//! never does (`policy::validate` refuses `memory = 512` and `"512"` with a
+//! suggestion of the unit, since a bare number is too easy to misread).
 
 use std::fmt;
 use std::time::Duration;

@@ -1,0 +1,280 @@
+//! `[net] allow` / `deny` host rules and `allow_cidr` address rules
+//! (SPEC §8): parsed and checked here, enforced by the runtime.
+
+use std::net::IpAddr;
+
+/// `[net] allow`, `deny` and `allow_cidr`, as checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Egress {
+    pub allow: Vec<HostRule>,
+    /// Checked before `allow`.
+    pub deny: Vec<HostRule>,
+    pub allow_cidr: Vec<CidrRule>,
+}
+
+impl Egress {
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty() && self.allow_cidr.is_empty()
+    }
+}
+
+/// `host:port`: an exact host name or a one-label wildcard (`*.crates.io`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostRule {
+    /// Lowercased; `*.x.y` or an exact name, without a trailing dot.
+    pub pattern: String,
+    pub port: u16,
+}
+
+/// `addr/prefix:port`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CidrRule {
+    /// The network address (no bits set past the prefix).
+    pub addr: IpAddr,
+    pub prefix: u8,
+    pub port: u16,
+}
+
+/// Why a rule did not parse: what is wrong, how to fix it, and a likely
+/// intended spelling when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RuleError {
+    pub message: String,
+    pub hint: &'static str,
+    pub suggestion: Option<String>,
+}
+
+fn fail<T>(message: String, hint: &'static str) -> Result<T, RuleError> {
+    Err(RuleError {
+        message,
+        hint,
+        suggestion: None,
+    })
+}
+
+const HOST_HINT: &str = "write \"host:port\", e.g. \"github.com:443\" or \"*.crates.io:443\"";
+
+/// The port after the last `:` of `text`, and what comes before it.
+fn split_port<'t>(text: &'t str, hint: &'static str) -> Result<(&'t str, u16), RuleError> {
+    let Some((before, port)) = text.rsplit_once(':') else {
+        return fail(format!("{text:?} has no port"), hint);
+    };
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return fail(format!("{text:?} has no valid port after ':'"), hint);
+    }
+    match port.parse::<u32>() {
+        Ok(n @ 1..=65535) => Ok((before, n as u16)),
+        _ => fail(
+            format!("port {port} in {text:?} is out of range"),
+            "ports are 1 to 65535",
+        ),
+    }
+}
+
+impl HostRule {
+    /// Parse `host:port` (a port is required; `*.` wildcards only as the
+    /// whole leftmost label, with at least two labels after it).
+    pub fn parse(text: &str) -> Result<HostRule, RuleError> {
+        let (host, port) = split_port(text, HOST_HINT)?;
+        let host = host.to_ascii_lowercase();
+        let host = host.strip_suffix('.').unwrap_or(&host);
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if bare.parse::<IpAddr>().is_ok() || text.starts_with('[') {
+            return Err(RuleError {
+                message: format!("{text:?} is an IP address, not a host name"),
+                hint: "list addresses in allow_cidr as \"addr/prefix:port\"",
+                suggestion: bare.parse::<IpAddr>().ok().map(|ip| {
+                    let len = if ip.is_ipv4() { 32 } else { 128 };
+                    format!("{ip}/{len}:{port}")
+                }),
+            });
+        }
+        let labels: Vec<&str> = host.split('.').collect();
+        let (wild, named) = match labels.split_first() {
+            Some((&"*", rest)) => (true, rest),
+            _ => (false, &labels[..]),
+        };
+        if named.iter().any(|l| l.contains('*')) {
+            return fail(
+                format!("wildcard in {text:?} is not the whole leftmost label"),
+                "a wildcard stands for exactly one leftmost label: \"*.example.com:443\"",
+            );
+        }
+        if wild && named.len() < 2 {
+            return fail(
+                format!("wildcard {text:?} is too broad"),
+                "leave at least two labels after \"*.\", e.g. \"*.example.com:443\"",
+            );
+        }
+        if let Some(bad) = named.iter().find(|l| !valid_label(l)) {
+            return fail(
+                format!("{text:?} is not a valid host name (label {bad:?})"),
+                "host names are labels of letters, digits and '-' (not at either end), joined by '.'",
+            );
+        }
+        if host.len() > 253 {
+            return fail(
+                format!("host name in {text:?} is longer than 253 characters"),
+                HOST_HINT,
+            );
+        }
+        Ok(HostRule {
+            pattern: host.to_string(),
+            port,
+        })
+    }
+
+    /// Whether a connection to `host:port` is covered. Host names compare
+    /// case-insensitively, a trailing dot ignored; `*.x.y` covers `a.x.y`
+    /// but neither `x.y` nor `a.b.x.y`.
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        if port != self.port {
+            return false;
+        }
+        let host = host.strip_suffix('.').unwrap_or(host);
+        match self.pattern.strip_prefix("*.") {
+            None => host.eq_ignore_ascii_case(&self.pattern),
+            Some(suffix) => {
+                host.len() > suffix.len() + 1 && {
+                    let (label, rest) = host.split_at(host.len() - suffix.len() - 1);
+                    rest.as_bytes()[0] == b'.'
+                        && rest[1..].eq_ignore_ascii_case(suffix)
+                        && !label.is_empty()
+                        && !label.contains('.')
+                }
+            }
+        }
+    }
+}
+
+fn valid_label(l: &str) -> bool {
+    !l.is_empty()
+        && l.len() <= 63
+        && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !l.starts_with('-')
+        && !l.ends_with('-')
+}
+
+const CIDR_HINT: &str = "write \"addr/prefix:port\", e.g. \"10.0.0.0/8:5432\" or \"fd00::/8:443\"";
+
+impl CidrRule {
+    /// Parse `addr/prefix:port` (IPv6 addresses may be bracketed).
+    pub fn parse(text: &str) -> Result<CidrRule, RuleError> {
+        let (net, port) = split_port(text, CIDR_HINT)?;
+        let Some((addr, prefix)) = net.split_once('/') else {
+            return fail(format!("{text:?} has no /prefix"), CIDR_HINT);
+        };
+        let addr = addr.trim_start_matches('[').trim_end_matches(']');
+        let Ok(addr) = addr.parse::<IpAddr>() else {
+            return fail(
+                format!("{addr:?} in {text:?} is not an IP address"),
+                CIDR_HINT,
+            );
+        };
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix.parse::<u8>() {
+            Ok(p) if p <= max && prefix.bytes().all(|b| b.is_ascii_digit()) => p,
+            _ => {
+                return fail(
+                    format!("prefix /{prefix} in {text:?} is not 0 to {max}"),
+                    CIDR_HINT,
+                )
+            }
+        };
+        let network = mask(addr, prefix);
+        if network != addr {
+            return Err(RuleError {
+                message: format!("{text:?} has address bits set past /{prefix}"),
+                hint: "write the network address of the range",
+                suggestion: Some(format!("{network}/{prefix}:{port}")),
+            });
+        }
+        Ok(CidrRule { addr, prefix, port })
+    }
+
+    /// Whether `ip:port` is covered.
+    pub fn matches(&self, ip: IpAddr, port: u16) -> bool {
+        port == self.port
+            && ip.is_ipv4() == self.addr.is_ipv4()
+            && mask(ip, self.prefix) == self.addr
+    }
+}
+
+/// `addr` with every bit past `prefix` cleared.
+fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let bits = u32::from(a);
+            let m = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4((bits & m).into())
+        }
+        IpAddr::V6(a) => {
+            let bits = u128::from(a);
+            let m = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6((bits & m).into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_rules() {
+        let r = HostRule::parse("GitHub.com:443").unwrap();
+        assert_eq!(r.pattern, "github.com");
+        assert!(r.matches("github.com", 443));
+        assert!(r.matches("GITHUB.COM.", 443));
+        assert!(!r.matches("github.com", 80));
+        assert!(!r.matches("api.github.com", 443));
+        let w = HostRule::parse("*.crates.io:443").unwrap();
+        assert!(w.matches("static.crates.io", 443));
+        assert!(!w.matches("crates.io", 443));
+        assert!(!w.matches("a.b.crates.io", 443));
+        assert!(!w.matches("xcrates.io", 443));
+        for bad in [
+            "github.com",
+            "github.com:",
+            "github.com:0",
+            "github.com:65536",
+            "*:443",
+            "*.com:443",
+            "a.*.com:443",
+            "foo*.example.com:443",
+            "1.2.3.4:443",
+            "[::1]:443",
+            "exa_mple.com:443",
+            "-a.com:443",
+            "a..com:443",
+        ] {
+            assert!(HostRule::parse(bad).is_err(), "{bad}");
+        }
+        let ip = HostRule::parse("10.1.2.3:5432").unwrap_err();
+        assert_eq!(ip.suggestion.as_deref(), Some("10.1.2.3/32:5432"));
+    }
+
+    #[test]
+    fn cidr_rules() {
+        let r = CidrRule::parse("10.0.0.0/8:5432").unwrap();
+        assert_eq!((r.prefix, r.port), (8, 5432));
+        assert!(r.matches("10.9.8.7".parse().unwrap(), 5432));
+        assert!(!r.matches("11.0.0.1".parse().unwrap(), 5432));
+        assert!(!r.matches("10.0.0.1".parse().unwrap(), 22));
+        let v6 = CidrRule::parse("[fd00::]/8:443").unwrap();
+        assert!(v6.matches("fd12::1".parse().unwrap(), 443));
+        assert_eq!(CidrRule::parse("0.0.0.0/0:53").unwrap().prefix, 0);
+        for bad in [
+            "10.0.0.0/8",
+            "10.0.0.0:5432",
+            "10.0.0.0/33:1",
+            "x/8:1",
+            "10.0.0.0/8:0",
+        ] {
+            assert!(CidrRule::parse(bad).is_err(), "{bad}");
+        }
+        let e = CidrRule::parse("10.1.0.0/8:5432").unwrap_err();
+        assert_eq!(e.suggestion.as_deref(), Some("10.0.0.0/8:5432"));
+    }
+}

@@ -1,0 +1,91 @@
+//! `[net]`: namespace, Landlock TCP ports, UDP ports, scopes and egress
+//! rules.
+
+use std::collections::BTreeSet;
+
+use toml::Spanned;
+
+use super::super::diags::Diags;
+use super::super::egress::{CidrRule, Egress, HostRule, RuleError};
+use super::super::reader::Table;
+use super::values::{choice, choice_key, ports};
+use crate::annotations::Scope;
+use crate::policy::NetNamespace;
+
+pub(super) struct Net {
+    pub namespace: NetNamespace,
+    pub connect: Vec<u16>,
+    pub bind: Vec<u16>,
+    pub udp: Vec<u16>,
+    pub scope: Vec<Scope>,
+    pub egress: Egress,
+}
+
+pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
+    let namespace = choice_key(
+        &mut t,
+        d,
+        "namespace",
+        "network namespace",
+        &[("none", NetNamespace::None), ("host", NetNamespace::Host)],
+        NetNamespace::None,
+    );
+    let connect = ports(&mut t, d, "connect", "TCP");
+    let bind = ports(&mut t, d, "bind", "TCP");
+    let udp = ports(&mut t, d, "udp", "UDP");
+    let scope = scopes(&mut t, d);
+    let egress = Egress {
+        allow: rules(&mut t, d, "allow", HostRule::parse),
+        deny: rules(&mut t, d, "deny", HostRule::parse),
+        allow_cidr: rules(&mut t, d, "allow_cidr", CidrRule::parse),
+    };
+    t.finish(d);
+    Net {
+        namespace,
+        connect,
+        bind,
+        udp,
+        scope,
+        egress,
+    }
+}
+
+fn scopes(t: &mut Table, d: &mut Diags) -> Vec<Scope> {
+    let key = t.key("scope");
+    let Some(list) = t.strs(d, "scope") else {
+        return vec![Scope::AbstractUnixSocket, Scope::Signal];
+    };
+    let options = [
+        ("abstract-unix-socket", Scope::AbstractUnixSocket),
+        ("signal", Scope::Signal),
+    ];
+    let set: BTreeSet<Scope> = list
+        .get_ref()
+        .iter()
+        .filter_map(|s| choice(d, s, &key, "Landlock scope", &options))
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Each entry parsed by `parse`; duplicates dropped, order kept.
+fn rules<T: PartialEq + std::hash::Hash + Eq + Clone>(
+    t: &mut Table,
+    d: &mut Diags,
+    name: &'static str,
+    parse: fn(&str) -> Result<T, RuleError>,
+) -> Vec<T> {
+    let key = t.key(name);
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for v in t.strs(d, name).map(Spanned::into_inner).unwrap_or_default() {
+        match parse(v.get_ref()) {
+            Ok(rule) => {
+                if seen.insert(rule.clone()) {
+                    out.push(rule);
+                }
+            }
+            Err(e) => d.suggest(v.span(), &key, e.message, e.suggestion, e.hint),
+        }
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! `[process]`: what runs, where and as whom. The table is optional
+//! (`sandboy wrap` supplies argv); `generate` checks for args at render time.
+
+use toml::Spanned;
+
+use super::super::diags::Diags;
+use super::super::reader::Table;
+use super::super::DEFAULT_PATH;
+use super::values::absolute;
+
+pub(super) struct Process {
+    pub args: Vec<String>,
+    pub cwd: String,
+    pub env: Vec<String>,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+pub(super) fn check(mut t: Table, d: &mut Diags) -> Process {
+    let args = args(&mut t, d);
+    let cwd = t
+        .str(d, "cwd")
+        .and_then(|c| absolute(d, &c, "process.cwd"))
+        .unwrap_or_else(|| "/".into());
+    let env = env(&mut t, d);
+    let (uid, gid) = t.str(d, "user").and_then(|u| user(d, &u)).unwrap_or((0, 0));
+    t.finish(d);
+    Process {
+        args,
+        cwd,
+        env,
+        uid,
+        gid,
+    }
+}
+
+fn args(t: &mut Table, d: &mut Diags) -> Vec<String> {
+    let Some(list) = t.strs(d, "args") else {
+        return Vec::new();
+    };
+    match list.get_ref().first() {
+        None => d.error(
+            list.span(),
+            "process.args",
+            "empty argument list",
+            "give the command to run, e.g. args = [\"/bin/sh\", \"-c\", \"make test\"], or drop the key to take it from sandboy wrap or --base",
+        ),
+        Some(first) if first.get_ref().is_empty() => d.error(
+            first.span(),
+            "process.args",
+            "empty program name",
+            "args[0] is the program to run, e.g. \"/bin/sh\"",
+        ),
+        Some(_) => {}
+    }
+    list.get_ref()
+        .iter()
+        .map(|a| a.get_ref().to_string())
+        .collect()
+}
+
+fn env(t: &mut Table, d: &mut Diags) -> Vec<String> {
+    let mut env = Vec::new();
+    for e in t
+        .strs(d, "env")
+        .map(Spanned::into_inner)
+        .unwrap_or_default()
+    {
+        let s = *e.get_ref();
+        match s.split_once('=') {
+            Some((k, _)) if !k.is_empty() && !k.contains(char::is_whitespace) => {
+                env.push(s.to_string())
+            }
+            _ => d.error(
+                e.span(),
+                "process.env",
+                format!("environment entry {s:?} is not KEY=VALUE"),
+                "write entries as \"KEY=VALUE\", e.g. \"CI=true\"",
+            ),
+        }
+    }
+    if !env.iter().any(|e| e.starts_with("PATH=")) {
+        env.insert(0, DEFAULT_PATH.to_string());
+    }
+    env
+}
+
+fn user(d: &mut Diags, u: &Spanned<&str>) -> Option<(u32, u32)> {
+    let parsed = u
+        .get_ref()
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)));
+    if parsed.is_none() {
+        d.error(
+            u.span(),
+            "process.user",
+            format!("invalid user {:?}", u.get_ref()),
+            "write numeric \"uid:gid\", e.g. \"1000:1000\" (names are not resolved)",
+        );
+    }
+    parsed
+}

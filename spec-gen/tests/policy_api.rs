@@ -1,0 +1,139 @@
+//! The checked-policy API other crates build on: defaults, relative paths
+//! for `sandboy wrap`, and the wave-2 keys (udp, egress, disk, inodes).
+
+use std::path::Path;
+
+use sandboy_spec_gen::policy::{Anchor, CidrRule, Grant, HostRule};
+use sandboy_spec_gen::{render, Policy, RenderOptions};
+
+fn parse(src: &str) -> Policy {
+    Policy::parse(src, "dir/wrapped.toml", Path::new("/")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn name_and_process_are_optional() {
+    let p = parse("version = 1\n");
+    assert_eq!(p.name, "wrapped");
+    assert!(p.args.is_empty());
+    assert_eq!((p.cwd.as_str(), p.uid, p.gid), ("/", 0, 0));
+    assert!(p.env[0].starts_with("PATH="));
+}
+
+#[test]
+fn relative_paths_are_kept_for_wrap_and_resolved() {
+    let src = "version = 1\n[fs]\nread = [\"/usr\", \".\"]\nexec = [\"./bin/\"]\nwrite = [\"~\", \"~/.cache//x\", \"out\", \"/tmp\"]\n";
+    let mut p = parse(src);
+    assert_eq!(p.read, ["/usr"]);
+    assert_eq!(p.write, ["/tmp"]);
+    let rel = p.relative_paths();
+    assert_eq!(rel.len(), 5);
+    assert_eq!((rel[0].grant, rel[0].anchor), (Grant::Read, Anchor::Cwd));
+    assert_eq!(rel[0].written, ".");
+    assert_eq!((rel[0].location.line, rel[0].location.column), (3, 17));
+    assert_eq!(rel[2].anchor, Anchor::Home);
+    // Still relative: generate refuses, pointing at each entry.
+    let err = render::generate(&p, &RenderOptions::default()).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.diagnostics().len() >= 5, "{err}");
+    assert!(
+        err.to_string()
+            .contains("dir/wrapped.toml:3:17: error: path \".\" is relative"),
+        "{err}"
+    );
+
+    p.resolve_relative(Path::new("/home/u/proj"), Path::new("/home/u"));
+    assert!(p.relative_paths().is_empty());
+    assert_eq!(p.read, ["/usr", "/home/u/proj"]);
+    assert_eq!(p.exec, ["/home/u/proj/bin"]);
+    assert_eq!(
+        p.write,
+        ["/tmp", "/home/u", "/home/u/.cache/x", "/home/u/proj/out"]
+    );
+}
+
+#[test]
+fn resolving_drops_duplicates() {
+    let mut p = parse("version = 1\n[fs]\nread = [\"/w\", \".\", \"./\"]\n");
+    p.resolve_relative(Path::new("/w"), Path::new("/h"));
+    assert_eq!(p.read, ["/w"]);
+}
+
+#[test]
+fn wave_two_keys() {
+    let p = parse(
+        r#"version = 1
+[net]
+udp = [5353, 53, 53]
+allow = ["GitHub.com:443", "*.crates.io:443", "github.com:443"]
+deny = ["evil.example.com:443"]
+allow_cidr = ["10.0.0.0/8:5432", "fd00::/8:443"]
+[limits]
+disk = "2GiB"
+inodes = 100000
+"#,
+    );
+    assert_eq!(p.udp, [53, 5353]);
+    assert_eq!(
+        p.egress.allow,
+        [
+            HostRule {
+                pattern: "github.com".into(),
+                port: 443
+            },
+            HostRule {
+                pattern: "*.crates.io".into(),
+                port: 443
+            }
+        ]
+    );
+    assert!(p.egress.deny[0].matches("EVIL.example.com", 443));
+    assert_eq!(
+        p.egress.allow_cidr[0],
+        CidrRule {
+            addr: "10.0.0.0".parse().unwrap(),
+            prefix: 8,
+            port: 5432
+        }
+    );
+    assert_eq!(p.egress.allow_cidr[1].prefix, 8);
+    assert_eq!(p.disk.map(|d| d.0), Some(2 << 30));
+    assert_eq!(p.inodes, Some(100_000));
+}
+
+#[test]
+fn example_policies_have_no_wave_two_rules() {
+    // Renderers rely on empty defaults meaning "nothing set".
+    let p = parse("version = 1\n[process]\nargs = [\"/bin/true\"]\n");
+    assert!(p.udp.is_empty() && p.egress.is_empty());
+    assert!(p.disk.is_none() && p.inodes.is_none());
+}
+
+#[test]
+fn write_paths_get_tmpfs_only_where_nothing_writable_covers_them() {
+    let p = parse(
+        r#"version = 1
+[fs]
+write = ["/a/b", "/a", "/dev/x", "/rw/y", "/sysx"]
+[[mount]]
+source = "/tmp"
+destination = "/rw"
+options = ["rw"]
+[process]
+args = ["/bin/true"]
+"#,
+    );
+    let spec = render::render(&p, &RenderOptions::default()).unwrap();
+    let tmpfs: Vec<String> = spec
+        .mounts()
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m.typ().as_deref() == Some("tmpfs") && m.source().as_deref() == Some(Path::new("tmpfs"))
+        })
+        .map(|m| m.destination().display().to_string())
+        .filter(|d| d != "/dev")
+        .collect();
+    // /a/b lies in /a's tmpfs, /dev/x in /dev, /rw/y in the rw bind.
+    assert_eq!(tmpfs, ["/a", "/sysx"]);
+}
