@@ -8,7 +8,6 @@ APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-co
                 gcc libc6-dev iproute2 procps jq hyperfine python3 python3-jsonschema \
                 golang-github-opencontainers-specs-dev
 PROBE := $(CARGO_TARGET_DIR)/probes/probe
-COMPONENTS := $(CURDIR)/target/components
 
 .PHONY: all deps build components probes test demo bench install clean lint
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the adapter components (SPEC §7): wasm32-unknown-unknown core modules
 # with wit-bindgen, componentized by ./componentize (wit-component), which
-# refuses any import. Writes <repo>/target/components/{passthrough,infersharp}.wasm
+# refuses any import. Writes $CARGO_TARGET_DIR/components/{passthrough,infersharp}.wasm
+# (<repo>/target/components without CARGO_TARGET_DIR)
 # and the WASI preview-2 command fixture wasi-hello.wasm
 # (or $COMPONENTS_OUT). Honours $CARGO_TARGET_DIR.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 target="${CARGO_TARGET_DIR:-$here/target}"
-out="${COMPONENTS_OUT:-$root/target/components}"
+out="${COMPONENTS_OUT:-${CARGO_TARGET_DIR:-$root/target}/components}"
 manifest="$here/Cargo.toml"
 
 if command -v rustup >/dev/null 2>&1; then

@@ -16,7 +16,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-bold=$(tput bold 2>/dev/null || true); plain=$(tput sgr0 2>/dev/null || true)
+# Bold headings on a terminal only: a log file gets plain text.
+bold=; plain=
+if [ -t 1 ]; then bold=$(tput bold 2>/dev/null || true); plain=$(tput sgr0 2>/dev/null || true); fi
 say()  { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 show() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
@@ -69,7 +71,7 @@ attempt "connect to an unlisted port (127.0.0.1:80)"  connect 80
 "$SB" --root "$root" delete --force "$id"
 
 say "5. A WebAssembly adapter turns an Infer# report into SARIF (no imports, fuel, deadline, memory cap)"
-if [ -f "$repo/target/components/infersharp.wasm" ]; then
+if [ -f "$target/components/infersharp.wasm" ]; then
   bash "$repo/bundles/adapter.sh" "$work/adapter" infersharp "$repo/bundles/fixtures/infersharp/report.json" >/dev/null
   "$SB" --root "$root" run --bundle "$work/adapter" demo-adapter-$$ > "$work/out.sarif"
   python3 - "$work/out.sarif" <<'PY'

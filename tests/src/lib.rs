@@ -44,12 +44,12 @@ pub fn spec_gen_bin() -> PathBuf {
     target_dir().join("debug/sandboy-spec-gen")
 }
 
-/// Built adapter and WASI components (`make components`), or
-/// `$SANDBOY_COMPONENTS`.
+/// Built adapter and WASI components (`make components`, under the cargo
+/// target directory), or `$SANDBOY_COMPONENTS`.
 pub fn components_dir() -> PathBuf {
     std::env::var_os("SANDBOY_COMPONENTS")
         .map(Into::into)
-        .unwrap_or_else(|| repo().join("target/components"))
+        .unwrap_or_else(|| target_dir().join("components"))
 }
 
 /// Print and record a skipped test where `make test` counts skips

@@ -10,7 +10,7 @@ use wit_parser::Resolve;
 pub const ADAPTER_WIT: &str = include_str!("../../../../wit/adapter.wit");
 
 /// The built components directory: `$SANDBOY_COMPONENTS` or
-/// `<repo>/target/components`; `None` (after printing SKIPPED) if absent.
+/// `<target dir>/components`; `None` (after printing SKIPPED) if absent.
 pub fn components() -> Option<PathBuf> {
     let dir = sandboy_tests::components_dir();
     if dir.join("passthrough.wasm").is_file() && dir.join("infersharp.wasm").is_file() {
