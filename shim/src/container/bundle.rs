@@ -50,6 +50,12 @@ impl Bundle {
         let seccomp = check(&spec, &dir, &path, seccomp_cache)?;
         Ok(Self { dir, spec, seccomp })
     }
+
+    /// The rootfs directory (root.path, relative to the bundle).
+    pub fn rootfs(&self) -> PathBuf {
+        self.dir
+            .join(self.spec.root().as_ref().expect("checked by load").path())
+    }
 }
 
 fn strip_location(msg: &str) -> &str {

@@ -164,12 +164,16 @@ impl Runtime {
             .as_ref()
             .expect("checked by Bundle::load");
         let deny_first = crate::cgroups::devices::needs_default_deny(&bundle.spec);
-        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first {
+        let mut spec = bundle.spec.clone();
+        let rootfs = fs::canonicalize(bundle.rootfs())?;
+        let rewritten =
+            super::compat::rewrite(&mut spec, &rootfs, &bundle.dir.join("config.json"))?;
+        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first && !rewritten {
             return Ok(None);
         }
-        let mut spec = bundle.spec.clone();
         if linux.cgroups_path().is_none() {
-            let mut linux = linux.clone();
+            // The rewritten spec's linux, not the caller's.
+            let mut linux = spec.linux().clone().expect("checked by Bundle::load");
             linux.set_cgroups_path(Some(PathBuf::from(format!("/sandboy/{id}"))));
             spec.set_linux(Some(linux));
         }
@@ -201,10 +205,7 @@ impl Runtime {
         let Some(args0) = crate::init::executor::wasm_payload(&bundle.spec) else {
             return Ok(None);
         };
-        let rootfs = bundle
-            .dir
-            .join(bundle.spec.root().as_ref().expect("checked").path());
-        let Ok(rootfs) = fs::canonicalize(rootfs) else {
+        let Ok(rootfs) = fs::canonicalize(bundle.rootfs()) else {
             return Ok(None);
         };
         // Resolve symlinks, and only accept what stays inside the rootfs.

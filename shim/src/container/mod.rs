@@ -12,6 +12,7 @@
 //!   apply.
 
 pub mod bundle;
+mod compat;
 mod create;
 mod delete;
 mod exec;

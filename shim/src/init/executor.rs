@@ -118,6 +118,18 @@ impl SandboyExecutor {
 }
 
 impl Executor for SandboyExecutor {
+    /// runc's HOME: libcontainer looks the user up in the container's
+    /// /etc/passwd, and runc falls back to `/` when there is no entry.
+    fn setup_envs(
+        &self,
+        mut envs: std::collections::HashMap<String, String>,
+    ) -> Result<(), libcontainer::workload::ExecutorSetEnvsError> {
+        if envs.get("HOME").is_none_or(|h| h.is_empty()) {
+            envs.insert("HOME".into(), "/".into());
+        }
+        DefaultExecutor {}.setup_envs(envs)
+    }
+
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         if let Some(args0) = wasm_payload(spec) {
             if self.wasm.borrow().is_none() {

@@ -1,0 +1,345 @@
+//! Differential compatibility table: each row edits the busybox bundle's
+//! config.json, runs it under runc and under sandboy (`run`, foreground),
+//! and requires the same outcome: both start or both refuse, and a started
+//! container prints the same thing (what it sees of its mounts, status,
+//! environment). A row sandboy still gets wrong stays in the table as a
+//! known difference and is reported with `skip`, never passed silently.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sandboy_tests::*;
+use serde_json::{json, Value};
+
+/// Where the bundle lives on the host: its rootfs propagation outcome
+/// depends on the propagation of the mount holding it.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// A plain temporary directory (on the host's `/`).
+    Host,
+    /// On a tmpfs made shared.
+    Shared,
+    /// On a slave of a shared tmpfs.
+    Slave,
+}
+
+/// What a row's edit may use besides the config.
+struct Ctx<'a> {
+    rootfs: &'a Path,
+    /// A host directory for files a hook writes (compared after the run).
+    scratch: &'a Path,
+}
+
+/// A row's change to config.json.
+type Edit = Box<dyn Fn(&mut Value, &Ctx)>;
+
+struct Row {
+    name: String,
+    place: Place,
+    edit: Edit,
+    /// The container's command (`sh -c SCRIPT`).
+    script: &'static str,
+    /// A known difference: the row runs but a mismatch is a skip with this reason.
+    known: Option<&'static str>,
+}
+
+fn row(name: &str, script: &'static str, edit: impl Fn(&mut Value, &Ctx) + 'static) -> Row {
+    Row {
+        name: name.into(),
+        place: Place::Host,
+        edit: Box::new(edit),
+        script,
+        known: None,
+    }
+}
+
+/// Prints the mount point and optional (propagation) fields of `/`.
+const ROOT_PROPAGATION: &str =
+    r#"awk '$5=="/"{s=$5; for(i=7;$i!="-";i++) s=s" "$i; print s}' /proc/self/mountinfo"#;
+
+fn table() -> Vec<Row> {
+    let mut rows = Vec::new();
+    for place in [Place::Host, Place::Shared, Place::Slave] {
+        for value in [
+            None,
+            Some("private"),
+            Some("rprivate"),
+            Some("slave"),
+            Some("rslave"),
+            Some("shared"),
+            Some("rshared"),
+            Some("unbindable"),
+            Some("runbindable"),
+        ] {
+            let mut r = row(
+                &format!(
+                    "rootfsPropagation={} on {place:?}",
+                    value.unwrap_or("(none)")
+                ),
+                ROOT_PROPAGATION,
+                move |c, _| {
+                    if let Some(v) = value {
+                        c["linux"]["rootfsPropagation"] = json!(v);
+                    }
+                },
+            );
+            r.place = place;
+            rows.push(r);
+        }
+    }
+    rows.push(row(
+        "proc, mqueue and tmpfs mounts without source",
+        "awk '$5==\"/proc\"||$5==\"/dev/mqueue\"||$5==\"/tmp\"{print $5, $9, $10}' /proc/self/mountinfo",
+        |c, _| {
+            for m in c["mounts"].as_array_mut().unwrap() {
+                if ["proc", "mqueue", "tmpfs"].contains(&m["type"].as_str().unwrap_or("")) {
+                    m.as_object_mut().unwrap().remove("source");
+                }
+            }
+        },
+    ));
+    let mut cwd = row("missing process.cwd is created", "pwd", |c, _| {
+        c["process"]["cwd"] = json!("/no/such/dir");
+    });
+    cwd.known = Some("libcontainer 0.7 chdirs without creating the directory (ENOENT)");
+    rows.push(cwd);
+    rows.push(row(
+        "HOME for a uid without a passwd entry",
+        "echo \"HOME=$HOME\"; id -u",
+        |c, _| {
+            c["process"]["user"] = json!({"uid": 4321, "gid": 4321});
+            let env = c["process"]["env"].as_array_mut().unwrap();
+            env.retain(|e| !e.as_str().unwrap().starts_with("HOME="));
+        },
+    ));
+    rows.push(row(
+        "tmpfs mode= kept on the mount point",
+        "stat -c %a /mnt/t",
+        |c, _| {
+            c["mounts"].as_array_mut().unwrap().push(json!({
+                "destination": "/mnt/t", "type": "tmpfs", "source": "tmpfs",
+                "options": ["nosuid", "mode=0712"]
+            }));
+        },
+    ));
+    let mut dangling = row(
+        "bind mount onto a dangling symlink",
+        "cat /nowhere/hostname >/dev/null && echo mounted",
+        |c, ctx| {
+            std::os::unix::fs::symlink("/nowhere", ctx.rootfs.join("dangle")).unwrap();
+            c["mounts"].as_array_mut().unwrap().push(json!({
+                "destination": "/dangle", "type": "bind", "source": "/etc",
+                "options": ["rbind", "ro"]
+            }));
+        },
+    );
+    dangling.known = Some("libcontainer 0.7 opens the destination with O_NOFOLLOW (ENOTDIR); runc creates the symlink's target");
+    rows.push(dangling);
+    let mut caps = row(
+        "inheritable = bounding = [CAP_SYS_ADMIN], no permitted/effective",
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd)' /proc/self/status",
+        |c, _| {
+            c["process"]["capabilities"] = json!({
+                "bounding": ["CAP_SYS_ADMIN"], "inheritable": ["CAP_SYS_ADMIN"],
+                "permitted": [], "effective": [], "ambient": []
+            });
+        },
+    );
+    caps.known = Some("capset EPERM: sandboy's held capabilities (see init::privilege) need permitted ⊇ inheritable");
+    rows.push(caps);
+    let mut sched = row("SCHED_FIFO with no capabilities", "echo started", |c, _| {
+        c["process"]["scheduler"] = json!({"policy": "SCHED_FIFO", "priority": 1,
+                "flags": ["SCHED_FLAG_RESET_ON_FORK"]});
+    });
+    sched.known = Some("runc 1.1.5 ignores process.scheduler; libcontainer 0.7 refuses the flag name SCHED_FLAG_RESET_ON_FORK at parse");
+    rows.push(sched);
+    let mut outside = row(
+        "device path outside /dev",
+        "ls -l /mydev/null | cut -c1",
+        |c, _| {
+            c["linux"]["devices"] = json!([{"path": "/mydev/null", "type": "c",
+                "major": 1, "minor": 3, "fileMode": 438, "uid": 0, "gid": 0}]);
+        },
+    );
+    outside.known = Some("libcontainer 0.7 refuses device paths outside /dev (InvalidDevicePath)");
+    rows.push(outside);
+    let mut rbind_dev = row(
+        "device rules with the host /dev rbind-mounted",
+        "test -c /dev/null && echo null",
+        |c, _| {
+            let mounts = c["mounts"].as_array_mut().unwrap();
+            mounts.retain(|m| !m["destination"].as_str().unwrap().starts_with("/dev"));
+            mounts.push(
+                json!({"destination": "/dev", "type": "bind", "source": "/dev",
+                "options": ["rbind", "rw"]}),
+            );
+        },
+    );
+    rbind_dev.known =
+        Some("libcontainer 0.7 fails \"failed to symlink defaults\" (EEXIST) on the host's /dev");
+    rows.push(rbind_dev);
+    let mut hook = row(
+        "a hook without env inherits the runtime's environment",
+        "true",
+        |c, ctx| {
+            let out = ctx.scratch.join("hook-env");
+            c["hooks"] = json!({"prestart": [{"path": "/bin/sh",
+                "args": ["sh", "-c", format!("echo \"${{COMPAT_MARK:-unset}}\" > {}", out.display())]}]});
+        },
+    );
+    hook.known = Some("libcontainer 0.7 runs hooks without env with an empty environment");
+    rows.push(hook);
+    rows
+}
+
+/// A mount made for a row (shared or slave tmpfs), unmounted on drop.
+struct PlaceMount {
+    dirs: TempDir,
+    mounted: Vec<PathBuf>,
+    at: PathBuf,
+}
+
+impl PlaceMount {
+    fn new(place: Place) -> Option<Self> {
+        let dirs = TempDir::new("compat-mnt");
+        let master = dirs.path().join("master");
+        fs::create_dir(&master).unwrap();
+        let sh =
+            |args: &[&str]| assert!(Command::new("mount").args(args).status().unwrap().success());
+        let m = master.to_str().unwrap();
+        let mut pm = PlaceMount {
+            mounted: vec![],
+            at: master.clone(),
+            dirs,
+        };
+        match place {
+            Place::Host => return None,
+            Place::Shared => {
+                sh(&["-t", "tmpfs", "tmpfs", m]);
+                pm.mounted.push(master.clone());
+                sh(&["--make-shared", m]);
+            }
+            Place::Slave => {
+                sh(&["-t", "tmpfs", "tmpfs", m]);
+                pm.mounted.push(master.clone());
+                sh(&["--make-shared", m]);
+                let slave = pm.dirs.path().join("slave");
+                fs::create_dir(&slave).unwrap();
+                sh(&["--bind", m, slave.to_str().unwrap()]);
+                pm.mounted.push(slave.clone());
+                sh(&["--make-slave", slave.to_str().unwrap()]);
+                pm.at = slave;
+            }
+        }
+        Some(pm)
+    }
+}
+
+impl Drop for PlaceMount {
+    fn drop(&mut self) {
+        for m in self.mounted.iter().rev() {
+            let _ = Command::new("umount").arg("-l").arg(m).status();
+        }
+    }
+}
+
+/// Outcome of a row under one runtime: started (exit status, output) or refused.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Ran {
+        status: i32,
+        stdout: String,
+        hook: Option<String>,
+    },
+    Refused,
+}
+
+fn run_row(rt: &Runtime, r: &Row) -> (Outcome, String) {
+    let bundle = Bundle::busybox(&["sh", "-c", r.script]);
+    let scratch = TempDir::new("compat-scratch");
+    let mount = PlaceMount::new(r.place);
+    let dir: PathBuf = match &mount {
+        None => bundle.path().to_owned(),
+        Some(m) => {
+            let d = m.at.join("bundle");
+            assert!(Command::new("cp")
+                .arg("-a")
+                .arg(bundle.path())
+                .arg(&d)
+                .status()
+                .unwrap()
+                .success());
+            d
+        }
+    };
+    let cfg_path = dir.join("config.json");
+    let mut cfg: Value = serde_json::from_slice(&fs::read(&cfg_path).unwrap()).unwrap();
+    (r.edit)(
+        &mut cfg,
+        &Ctx {
+            rootfs: &dir.join("rootfs"),
+            scratch: scratch.path(),
+        },
+    );
+    fs::write(&cfg_path, serde_json::to_vec_pretty(&cfg).unwrap()).unwrap();
+    let id = unique_id("compat");
+    let _g = rt.guard(&id);
+    let o = capture(rt.cmd().env("COMPAT_MARK", "inherited").args([
+        "run",
+        "--bundle",
+        dir.to_str().unwrap(),
+        &id,
+    ]));
+    let stderr = text(&o.stderr);
+    let hook = fs::read_to_string(scratch.path().join("hook-env")).ok();
+    let code = o.status.code().unwrap_or(-1);
+    // A runtime refusal is exit 1 or 2 with nothing from the container.
+    let outcome = if (code == 1 || code == 2) && o.stdout.is_empty() {
+        Outcome::Refused
+    } else {
+        Outcome::Ran {
+            status: code,
+            stdout: text(&o.stdout),
+            hook,
+        }
+    };
+    (outcome, stderr)
+}
+
+#[test]
+fn same_outcome_as_runc() {
+    let test = "same_outcome_as_runc";
+    if !need_root(test) {
+        return;
+    }
+    let Some(runc) = Runtime::runc() else {
+        return skip(test, "runc is not installed");
+    };
+    let sandboy = Runtime::sandboy();
+    let mut failures = Vec::new();
+    for r in table() {
+        let (want, runc_err) = run_row(&runc, &r);
+        let (got, sandboy_err) = run_row(&sandboy, &r);
+        if want == got {
+            println!("ok: {}: {want:?}", r.name);
+            continue;
+        }
+        let detail = format!(
+            "{}: runc {want:?} (stderr {runc_err:?}), sandboy {got:?} (stderr {sandboy_err:?})",
+            r.name
+        );
+        match r.known {
+            Some(reason) => skip(
+                &format!("{test}: {}", r.name),
+                &format!("known difference: {reason}; {detail}"),
+            ),
+            None => failures.push(detail),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "differences from runc:\n{}",
+        failures.join("\n")
+    );
+}
