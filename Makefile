@@ -9,7 +9,7 @@ APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-co
                 golang-github-opencontainers-specs-dev
 PROBE := $(CARGO_TARGET_DIR)/probes/probe
 
-.PHONY: all deps build components probes test demo bench install clean lint
+.PHONY: all deps build components probes test demo bench install clean lint fuzz
 
 all: build
 
@@ -41,6 +41,12 @@ test: build components probes
 	cargo test --workspace --no-fail-fast -- --test-threads=2
 	cargo test --manifest-path components/Cargo.toml -p sandboy-adapter-passthrough -p sandboy-adapter-infersharp
 	@bash tests/summary.sh $(CARGO_TARGET_DIR)/skipped.log
+
+# Fuzz every parser of untrusted input for FUZZ_SECONDS each (findings are
+# written to fuzz/corpus/<target>/finding-*, exit 1).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cargo run --release -p sandboy-fuzz -- --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 lint:
 	cargo fmt --all -- --check
