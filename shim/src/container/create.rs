@@ -15,7 +15,7 @@ use super::{to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SHADOW_DI
 use crate::cgroups;
 use crate::error::{Failure, Result};
 use crate::init::executor::SandboyExecutor;
-use crate::supervisor::{self, Duties, Target};
+use crate::supervisor::{self, denials, Duties, Target};
 
 impl Runtime {
     /// Create a container: checks, then libcontainer, then cleanup on failure
@@ -226,15 +226,21 @@ impl Runtime {
     /// command (a detached container's too) and exits with the init.
     fn supervise(&self, c: &Container, bundle: &Bundle) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+        let state_dir = self.dir(c.id());
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
+            denials: confined(bundle)
+                .then(|| {
+                    denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle))
+                })
+                .flatten(),
         };
         if duties.is_empty() {
             return Ok(());
         }
         let target = Target {
             id: c.id().to_owned(),
-            state_dir: self.dir(c.id()),
+            state_dir,
             init: c
                 .pid()
                 .ok_or_else(|| Failure::runtime("container has no init pid"))?,
@@ -243,5 +249,29 @@ impl Runtime {
             let c = self.load(id)?;
             super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
         })
+    }
+}
+
+/// Whether anything can refuse the container's processes (Landlock rules or
+/// a seccomp profile): else there is nothing to report and no duty.
+fn confined(bundle: &Bundle) -> bool {
+    let annotations = bundle.spec.annotations().as_ref();
+    annotations.is_some_and(|a| a.contains_key(sandboy_spec_gen::annotations::LANDLOCK))
+        || bundle
+            .spec
+            .linux()
+            .as_ref()
+            .is_some_and(|l| l.seccomp().is_some())
+}
+
+/// Paths no policy change may expose: the spec's masked paths (`[fs] hide`).
+fn denial_policy(bundle: &Bundle) -> denials::Policy {
+    denials::Policy {
+        hidden: bundle
+            .spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.masked_paths().clone())
+            .unwrap_or_default(),
     }
 }

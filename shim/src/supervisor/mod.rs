@@ -4,21 +4,25 @@
 //! cannot fool it — and exits as soon as the init does.
 //!
 //! It is spawned once, at the end of a successful `create`, and only when
-//! the container has a duty for it ([`Duties`]). Today its one duty is the
-//! wall-clock deadline (`dev.sandboy.timeout`); denial reports, the egress
-//! gateway and the learn-mode notifier are further duties of the same
-//! process, so that each container has exactly one.
+//! the container has a duty for it ([`Duties`]): the wall-clock deadline
+//! (`dev.sandboy.timeout`) and the denial reports ([`denials`], from the
+//! kernel's audit records); the egress gateway and the learn-mode notifier
+//! are further duties of the same process, so that each container has
+//! exactly one.
 //!
 //! The supervisor knows nothing of libcontainer or of the CLI: the container
 //! layer tells it what to watch ([`Target`]) and hands it the action to take
 //! at the deadline.
 
+pub mod audit;
+pub mod denials;
 pub mod pidfd;
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::unistd::{fork, setsid, ForkResult, Pid};
 
 use crate::error::{Failure, Result};
@@ -28,18 +32,24 @@ use pidfd::Pidfd;
 pub const TIMED_OUT_MARKER: &str = "timed-out";
 
 /// What one container's supervisor does.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Duties {
     /// Kill the whole container this long after create.
     pub timeout: Option<Duration>,
+    /// Collect the container's refusals from the kernel's audit records.
+    pub denials: Option<denials::Duty>,
 }
 
 impl Duties {
     /// Whether there is anything to supervise (no process otherwise).
     pub fn is_empty(&self) -> bool {
-        self.timeout.is_none()
+        self.timeout.is_none() && self.denials.is_none()
     }
 }
+
+/// How long the supervisor keeps reading records after the init exited:
+/// the kernel's audit thread delivers them asynchronously.
+const DRAIN: Duration = Duration::from_millis(150);
 
 /// The container a supervisor watches.
 #[derive(Debug, Clone)]
@@ -110,14 +120,105 @@ fn supervise(
     pidfd: &Pidfd,
     kill_all: impl FnOnce(&str) -> Result<()>,
 ) -> i32 {
-    let Some(span) = duties.timeout else {
-        return 0;
-    };
-    match pidfd.wait_exit(span) {
-        Ok(true) => return 0,
-        Ok(false) => {}
-        Err(_) => return 1,
+    let started = Instant::now();
+    let mut kill_all = Some(kill_all);
+    let mut collector = duties.denials.as_ref().map(|d| {
+        (
+            &d.socket,
+            denials::Collector::new(
+                &target.id,
+                &target.state_dir,
+                target.init.as_raw(),
+                d.policy.clone(),
+            ),
+        )
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut code = 0;
+    loop {
+        let deadline = duties
+            .timeout
+            .filter(|_| kill_all.is_some())
+            .map(|t| t.saturating_sub(started.elapsed()));
+        // With a collector, wake now and then to write the report.
+        let wait = match (deadline, collector.is_some()) {
+            (Some(d), true) => Some(d.min(Duration::from_millis(250))),
+            (Some(d), false) => Some(d),
+            (None, true) => Some(Duration::from_millis(250)),
+            (None, false) => None,
+        };
+        let exited = match wait_any(pidfd, collector.as_ref().map(|c| c.0), wait) {
+            Ok(w) => w,
+            Err(_) => return 1,
+        };
+        if let Some((socket, c)) = collector.as_mut() {
+            read_ready(socket, c, &mut buf);
+            c.tick();
+        }
+        if exited {
+            if let Some((socket, c)) = collector.as_mut() {
+                drain(socket, c, &mut buf);
+                c.finish();
+            }
+            return code;
+        }
+        if deadline.is_some_and(|d| d.is_zero()) {
+            if let (Some(kill), Some(span)) = (kill_all.take(), duties.timeout) {
+                code = on_timeout(target, span, kill);
+            }
+        }
     }
+}
+
+/// Poll the init's pidfd and the audit socket; whether the init exited.
+fn wait_any(
+    pidfd: &Pidfd,
+    socket: Option<&audit::Socket>,
+    wait: Option<Duration>,
+) -> std::io::Result<bool> {
+    let ms = wait.map_or(-1, |w| w.as_millis().min(i32::MAX as u128) as i32);
+    let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+    let mut fds = vec![PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    if let Some(s) = socket {
+        fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    match poll(&mut fds, timeout) {
+        Ok(_) => Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every record already queued on the socket, without blocking.
+fn read_ready(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]) {
+    loop {
+        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
+            return;
+        }
+        match socket.record(buf) {
+            Ok(Some(r)) => c.feed(&r),
+            Ok(None) => {}
+            // ENOBUFS: the queue overflowed and records were lost; go on.
+            Err(_) => {}
+        }
+    }
+}
+
+/// After the init's exit: records until the socket stays quiet for [`DRAIN`].
+fn drain(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]) {
+    let quiet = PollTimeout::try_from(DRAIN.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
+    let limit = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < limit {
+        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, quiet), Ok(n) if n > 0) {
+            return;
+        }
+        read_ready(socket, c, buf);
+    }
+}
+
+fn on_timeout(target: &Target, span: Duration, kill_all: impl FnOnce(&str) -> Result<()>) -> i32 {
     let id = target.id.as_str();
     tracing::warn!(
         id,
