@@ -395,8 +395,16 @@ fn two_containers_refusing_at_once_each_see_only_their_own() {
         "{}",
         rb.2
     );
-    assert_eq!(ra.1[0]["count"], 20);
-    assert_eq!(rb.1[0]["count"], 20);
+    // Each loop's count; fewer only when the kernel's audit backlog
+    // overflowed (records lost at the source), which the log then says.
+    for (lines, stderr) in [(&ra.1, &ra.2), (&rb.1, &rb.2)] {
+        let count = lines[0]["count"].as_u64().unwrap();
+        assert!((1..=20).contains(&count), "count {count}");
+        assert!(
+            count == 20 || stderr.contains("lower bounds"),
+            "count {count}: {stderr}"
+        );
+    }
 }
 
 #[test]
@@ -472,4 +480,47 @@ fn with_audit_off_and_not_allowed_one_warning_and_the_container_runs() {
     assert_eq!(code, 0, "{stderr}");
     assert!(lines.is_empty());
     assert!(!stderr.contains("unavailable"), "{stderr}");
+}
+
+#[test]
+fn a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes() {
+    let test = "a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes";
+    if !ready(test) {
+        return;
+    }
+    let _audit = AuditState::take(Some(1));
+    let c = Confined::new(POLICY);
+    // 20,000 refused opens from the shell itself (no exec per attempt).
+    let (code, lines, stderr) = c.run(
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            "exec 2>&-; i=0; while [ $i -lt 20000 ]; do true </data/f; i=$((i+1)); done; echo done",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let e = essentials(&lines);
+    assert_eq!(
+        e,
+        vec![(
+            "read".to_owned(),
+            "/data/f".to_owned(),
+            "sh".to_owned(),
+            Some(r#"add "/data/f" to [fs] read"#.to_owned())
+        )]
+    );
+    let count = lines[0]["count"].as_u64().unwrap();
+    assert!((1..=20_000).contains(&count), "count {count}");
+    let warns = stderr
+        .lines()
+        .filter(|l| l.contains("refused: read /data/f"))
+        .count();
+    assert_eq!(warns, 1, "one warning per distinct refusal: {stderr}");
+    if count < 20_000 {
+        // The kernel's audit backlog (64 records here) overflowed: the log
+        // says the count is a lower bound.
+        assert!(stderr.contains("lower bounds"), "{stderr}");
+    }
+    eprintln!("loop of 20000 refusals: {count} recorded");
 }

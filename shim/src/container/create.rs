@@ -121,7 +121,8 @@ impl Runtime {
                     .as_ref()
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
-                let supervised = confined.and_then(|()| self.supervise(&container, &bundle));
+                let supervised =
+                    confined.and_then(|()| self.supervise(&container, &bundle, detach));
                 if let Err(e) = supervised {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
@@ -224,7 +225,10 @@ impl Runtime {
 
     /// The container's supervisor, when it has duties: it outlives this
     /// command (a detached container's too) and exits with the init.
-    fn supervise(&self, c: &Container, bundle: &Bundle) -> Result<()> {
+    /// `detach`: the caller does not wait for the container (an engine's
+    /// `create`, `run --detach`), so the supervisor must not hold its
+    /// stderr; a foreground `run` keeps it, and sees the warnings there.
+    fn supervise(&self, c: &Container, bundle: &Bundle, detach: bool) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
         let state_dir = self.dir(c.id());
         let duties = Duties {
@@ -241,6 +245,7 @@ impl Runtime {
         let target = Target {
             id: c.id().to_owned(),
             state_dir,
+            keep_stderr: !detach,
             init: c
                 .pid()
                 .ok_or_else(|| Failure::runtime("container has no init pid"))?,

@@ -43,6 +43,8 @@ impl std::str::FromStr for Mode {
 
 pub const AUDIT_GET: u16 = 1000;
 pub const AUDIT_SET: u16 = 1001;
+/// A user-space record type (the 1100–1199 range) for drain marks.
+pub const AUDIT_TRUSTED_APP: u16 = 1121;
 const AUDIT_STATUS_ENABLED: u32 = 1;
 const AUDIT_NLGRP_READLOG: u32 = 1;
 const NLMSG_ERROR: u16 = 2;
@@ -143,6 +145,28 @@ impl Socket {
         msg.extend_from_slice(&1u32.to_ne_bytes());
         msg.extend_from_slice(&0u32.to_ne_bytes());
         msg.extend_from_slice(payload);
+        // SAFETY: msg is a valid buffer of its length.
+        let rc = unsafe { libc::send(self.0.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Write a user-space record (`AUDIT_TRUSTED_APP`, `CAP_AUDIT_WRITE`)
+    /// with `text`. The kernel queues it behind every record already
+    /// logged, so its copy in the log group marks "all earlier records
+    /// delivered". Ignored by the kernel while auditing is off.
+    pub fn mark(&self, text: &str) -> io::Result<()> {
+        let mut payload = text.as_bytes().to_vec();
+        payload.push(0);
+        // NLM_F_REQUEST only: no ack to read back.
+        let mut msg = Vec::with_capacity(HEADER + payload.len());
+        msg.extend_from_slice(&((HEADER + payload.len()) as u32).to_ne_bytes());
+        msg.extend_from_slice(&AUDIT_TRUSTED_APP.to_ne_bytes());
+        msg.extend_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+        msg.extend_from_slice(&[0u8; 8]);
+        msg.extend_from_slice(&payload);
         // SAFETY: msg is a valid buffer of its length.
         let rc = unsafe { libc::send(self.0.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
         if rc < 0 {

@@ -433,6 +433,8 @@ pub struct Duty {
     pub policy: Policy,
     /// Whether Landlock records can come (kernel audit enabled).
     pub landlock: bool,
+    /// The kernel's count of lost records when the container was created.
+    pub lost_before: Option<u32>,
 }
 
 impl Duty {
@@ -467,6 +469,7 @@ impl Duty {
             Err(e) => return unavailable(&format!("cannot join the kernel audit log group: {e}")),
         };
         let status = Socket::control().and_then(|c| c.status().map(|s| (c, s)));
+        let lost_before = status.as_ref().ok().map(|(_, s)| s.lost);
         let landlock = match (status, mode) {
             (Ok((_, s)), _) if s.enabled != 0 => true,
             (Ok((control, _)), Mode::Enable) => match control.set_enabled(1) {
@@ -518,6 +521,7 @@ impl Duty {
             lock,
             policy,
             landlock,
+            lost_before,
         })
     }
 }
@@ -530,12 +534,20 @@ impl std::fmt::Debug for Duty {
     }
 }
 
-/// Records of one event (one serial), kept until the event is complete.
-#[derive(Default)]
+/// Records of one event (one serial), kept until the event is complete:
+/// a Landlock record is logged during the syscall, its SYSCALL and EOE
+/// records at the syscall's exit, so other events' records (another
+/// container's) can come in between.
 struct Event {
-    serial: u64,
+    since: Instant,
     records: Vec<Fields>,
 }
+
+/// An event without its EOE after this long is complete as it is (a
+/// record without syscall context, or the rest was lost).
+const EVENT_WAIT: Duration = Duration::from_millis(100);
+/// Events kept open at once; beyond, the oldest is completed.
+const MAX_OPEN: usize = 1024;
 
 pub struct Collector {
     id: String,
@@ -543,7 +555,7 @@ pub struct Collector {
     members: Members,
     policy: Policy,
     domains: HashSet<String>,
-    pending: Event,
+    pending: std::collections::BTreeMap<u64, Event>,
     seen: HashMap<(String, String, Option<String>), usize>,
     denials: Vec<Denial>,
     /// Refusals beyond [`MAX_DISTINCT`], only counted.
@@ -561,7 +573,7 @@ impl Collector {
             members: Members::of(init),
             policy,
             domains: HashSet::new(),
-            pending: Event::default(),
+            pending: Default::default(),
             seen: HashMap::new(),
             denials: Vec::new(),
             overflow: 0,
@@ -582,23 +594,44 @@ impl Collector {
         let Some(fields) = parse(record) else {
             return;
         };
-        if fields.serial != self.pending.serial {
-            self.complete();
-            self.pending.serial = fields.serial;
-        }
+        let serial = fields.serial;
         let end = fields.kind == EOE || fields.kind == SECCOMP;
-        self.pending.records.push(fields);
+        self.pending
+            .entry(serial)
+            .or_insert_with(|| Event {
+                since: Instant::now(),
+                records: Vec::new(),
+            })
+            .records
+            .push(fields);
         if end {
-            self.complete();
+            self.complete(serial);
+        }
+        while self.pending.len() > MAX_OPEN {
+            let oldest = *self.pending.keys().next().expect("not empty");
+            self.complete(oldest);
         }
     }
 
-    /// The pending event is complete: attribute and decode it.
-    pub fn complete(&mut self) {
-        let records = std::mem::take(&mut self.pending.records);
-        if records.is_empty() {
-            return;
+    /// Complete every event open for longer than [`EVENT_WAIT`] (all of
+    /// them with `all`).
+    fn complete_stale(&mut self, all: bool) {
+        let stale: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, e)| all || e.since.elapsed() >= EVENT_WAIT)
+            .map(|(s, _)| *s)
+            .collect();
+        for serial in stale {
+            self.complete(serial);
         }
+    }
+
+    /// An event is complete: attribute and decode it.
+    fn complete(&mut self, serial: u64) {
+        let Some(Event { records, .. }) = self.pending.remove(&serial) else {
+            return;
+        };
         for d in records.iter().filter(|r| r.kind == LANDLOCK_DOMAIN) {
             let creator = d.get("pid").and_then(|p| p.parse().ok());
             if d.get("status") == Some("allocated")
@@ -673,6 +706,7 @@ impl Collector {
 
     /// Rewrite the report if it changed and the last write is old enough.
     pub fn tick(&mut self) {
+        self.complete_stale(false);
         if self.dirty && self.written.elapsed() >= WRITE_EVERY {
             self.write();
         }
@@ -705,8 +739,22 @@ impl Collector {
     }
 
     /// At exit: the last event, the final report, and the overflow count.
-    pub fn finish(&mut self) {
-        self.complete();
+    /// `lost_before`: the kernel's lost-record count at create; records lost
+    /// since (the audit backlog overflowed, a loop of denials) make the
+    /// counts lower bounds, which the log says.
+    pub fn finish(&mut self, lost_before: Option<u32>) {
+        self.complete_stale(true);
+        let lost_now = Socket::control().and_then(|c| c.status()).ok();
+        if let (Some(before), Some(now)) = (lost_before, lost_now) {
+            if now.lost > before && !self.denials.is_empty() {
+                tracing::warn!(
+                    id = %self.id,
+                    lost = now.lost - before,
+                    backlog_limit = now.backlog_limit,
+                    "the kernel dropped audit records while this container ran (node-wide count; audit backlog full): its refusal counts are lower bounds"
+                );
+            }
+        }
         if self.overflow > 0 {
             tracing::warn!(id = %self.id, dropped = self.overflow, "more than {MAX_DISTINCT} distinct refusals; the report holds the first {MAX_DISTINCT}");
         }
@@ -829,11 +877,17 @@ mod tests {
             c.feed(&rec(k, &t.replace(":56)", ":57)")));
         }
         c.feed(&rec(1320, "audit(1796125375.965:57): "));
+        // Another event's records in between this one's.
         c.feed(&rec(1423, &READ.replace(":56)", ":58)")));
+        c.feed(&rec(
+            1423,
+            &READ.replace(":56)", ":59)").replace("175a628fe", "99"),
+        ));
         c.feed(&rec(1300, &SYSCALL_READ.replace(":56)", ":58)")));
-        c.finish();
+        c.finish(None);
         assert_eq!(c.denials.len(), 1);
         assert_eq!(c.denials[0].count, 2);
+        assert_eq!(c.denials[0].comm.as_deref(), Some("ll"));
         let back = read_report(&dir.join(REPORT_FILE));
         assert_eq!(back, c.denials);
         fs::remove_dir_all(&dir).unwrap();

@@ -47,9 +47,13 @@ impl Duties {
     }
 }
 
-/// How long the supervisor keeps reading records after the init exited:
-/// the kernel's audit thread delivers them asynchronously.
-const DRAIN: Duration = Duration::from_millis(150);
+/// After the init exited, the longest wait for the supervisor's own mark
+/// (see [`drain`]); the kernel's audit thread delivers records
+/// asynchronously, usually within a millisecond.
+const MARK_WAIT: Duration = Duration::from_secs(1);
+/// Without a mark (auditing off: only seccomp kill records come), read
+/// until the socket has been quiet this long.
+const QUIET: Duration = Duration::from_millis(30);
 
 /// The container a supervisor watches.
 #[derive(Debug, Clone)]
@@ -57,6 +61,9 @@ pub struct Target {
     pub id: String,
     /// The container's state directory (for markers and reports).
     pub state_dir: PathBuf,
+    /// Keep the caller's stderr (a foreground `run`, which waits for the
+    /// supervisor anyway) instead of /dev/null.
+    pub keep_stderr: bool,
     pub init: Pid,
 }
 
@@ -89,7 +96,7 @@ pub fn spawn(
             // SAFETY: as above; still single-threaded.
             match unsafe { fork() } {
                 Ok(ForkResult::Child) => {
-                    detach_stdio();
+                    detach_stdio(target.keep_stderr);
                     let code = supervise(&target, &duties, &pidfd, kill_all);
                     std::process::exit(code);
                 }
@@ -102,13 +109,13 @@ pub fn spawn(
 /// Stdio to /dev/null, so the supervisor keeps no pipe of the caller open:
 /// engines (conmon, containerd's shim) wait for EOF on the runtime's output.
 /// The log file stays open: the supervisor's warnings go there.
-fn detach_stdio() {
+fn detach_stdio(keep_stderr: bool) {
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
     {
-        for target in 0..3 {
+        for target in 0..if keep_stderr { 2 } else { 3 } {
             let _ = nix::unistd::dup2(null.as_raw_fd(), target);
         }
     }
@@ -124,7 +131,7 @@ fn supervise(
     let mut kill_all = Some(kill_all);
     let mut collector = duties.denials.as_ref().map(|d| {
         (
-            &d.socket,
+            d,
             denials::Collector::new(
                 &target.id,
                 &target.state_dir,
@@ -147,18 +154,18 @@ fn supervise(
             (None, true) => Some(Duration::from_millis(250)),
             (None, false) => None,
         };
-        let exited = match wait_any(pidfd, collector.as_ref().map(|c| c.0), wait) {
+        let exited = match wait_any(pidfd, collector.as_ref().map(|c| &c.0.socket), wait) {
             Ok(w) => w,
             Err(_) => return 1,
         };
-        if let Some((socket, c)) = collector.as_mut() {
-            read_ready(socket, c, &mut buf);
+        if let Some((duty, c)) = collector.as_mut() {
+            read_ready(&duty.socket, c, &mut buf);
             c.tick();
         }
         if exited {
-            if let Some((socket, c)) = collector.as_mut() {
-                drain(socket, c, &mut buf);
-                c.finish();
+            if let Some((duty, c)) = collector.as_mut() {
+                drain(duty, c, &mut buf, &target.id);
+                c.finish(duty.lost_before);
             }
             return code;
         }
@@ -205,16 +212,29 @@ fn read_ready(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]
     }
 }
 
-/// After the init's exit: records until the socket stays quiet for [`DRAIN`].
-fn drain(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]) {
-    let quiet = PollTimeout::try_from(DRAIN.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
-    let limit = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < limit {
-        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
-        if !matches!(poll(&mut fds, quiet), Ok(n) if n > 0) {
+/// After the init's exit, the records still in the kernel's queue: up to
+/// our own mark when auditing is on (the kernel delivers records in order,
+/// so nothing of the container's comes after it), else until the socket
+/// stays quiet for [`QUIET`].
+fn drain(duty: &denials::Duty, c: &mut denials::Collector, buf: &mut [u8], id: &str) {
+    let mark = format!("sandboy-drain id={id} pid={}", std::process::id());
+    let marked = duty.landlock && audit::Socket::control().and_then(|s| s.mark(&mark)).is_ok();
+    let limit = Instant::now() + if marked { MARK_WAIT } else { QUIET };
+    loop {
+        let left = limit.saturating_duration_since(Instant::now());
+        let wait = if marked { left } else { left.min(QUIET) };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(duty.socket.as_fd(), PollFlags::POLLIN)];
+        if left.is_zero()
+            || !matches!(poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::ZERO)), Ok(n) if n > 0)
+        {
             return;
         }
-        read_ready(socket, c, buf);
+        match duty.socket.record(buf) {
+            Ok(Some(r)) if r.kind == audit::AUDIT_TRUSTED_APP && r.text.contains(&mark) => return,
+            Ok(Some(r)) => c.feed(&r),
+            _ => {}
+        }
     }
 }
 
