@@ -481,21 +481,21 @@ impl Duty {
                     true
                 }
                 Err(e) => {
-                    let _ = unavailable(&format!(
-                        "kernel auditing is off and enabling it failed ({e}; needs CAP_AUDIT_CONTROL); only seccomp kill/log verdicts are reported"
-                    ));
-                    false
+                    return unavailable(&format!(
+                        "kernel auditing is off and enabling it failed ({e}; needs CAP_AUDIT_CONTROL)"
+                    ))
                 }
             },
+            // No collector at all then (no fork, no drain wait): only
+            // seccomp kill verdicts would come, and the one warning says
+            // reports are off.
             (Ok(_), _) => {
-                let _ = unavailable(
-                    "kernel auditing is off (audit_enabled=0), so Landlock refusals leave no record; only seccomp kill/log verdicts are reported. Let sandboy enable it with --audit=enable or SANDBOY_AUDIT=enable",
-                );
-                false
+                return unavailable(
+                    "kernel auditing is off (audit_enabled=0), so refusals leave no record; let sandboy enable it with --audit=enable or SANDBOY_AUDIT=enable",
+                )
             }
             (Err(e), _) => {
-                let _ = unavailable(&format!("cannot read the kernel audit status: {e}"));
-                false
+                return unavailable(&format!("cannot read the kernel audit status: {e}"))
             }
         };
         let lock = fs::OpenOptions::new()
