@@ -53,6 +53,10 @@ pub struct Global {
     /// Accepted for runc compatibility and ignored.
     #[arg(long, global = true, hide = true)]
     pub log_level: Option<String>,
+    /// Kernel auditing for denial reports: `enable` (turn it on if off),
+    /// `if-enabled` (default), `off`. Default from SANDBOY_AUDIT.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub audit: Option<String>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +171,9 @@ pub struct Run {
     /// Accepted for runc compatibility and ignored.
     #[arg(long, hide = true)]
     pub no_subreaper: bool,
+    /// Write the denial report (JSON lines) here when the container exits.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     pub container_id: String,
 }
 
@@ -333,6 +340,9 @@ pub struct Wrap {
     /// Container id (default: generated).
     #[arg(long)]
     pub id: Option<String>,
+    /// Write the denial report (JSON lines) here when the command exits.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

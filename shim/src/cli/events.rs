@@ -1,5 +1,7 @@
 //! `events`: runc's event stream, `{"type":"stats","id":…,"data":…}` lines,
-//! once with `--stats`, else every `--interval` until the container stops.
+//! once with `--stats`, else every `--interval` until the container stops;
+//! and sandboy's `{"type":"denial","id":…,"data":{…}}`, one per distinct
+//! refusal in the container's report, as it appears.
 
 use libcgroups::common::{AnyCgroupManager, CgroupManager, DEFAULT_CGROUP_ROOT};
 use libcontainer::container::{Container, ContainerStatus};
@@ -16,17 +18,40 @@ pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
     let c = rt.load(&args.container_id)?;
     require(&c, c.can_kill(), "events")?;
     let manager = crate::cgroups::cgroup_manager(&c)?;
+    let mut shown = Denials::default();
     loop {
         let event =
             serde_json::json!({ "type": "stats", "id": c.id(), "data": collect(&c, &manager)? });
         crate::cli::output::line(&event.to_string());
+        shown.print_new(rt, c.id());
         if args.stats {
             return Ok(0);
         }
         std::thread::sleep(interval.0);
         match rt.load(&args.container_id) {
             Ok(c) if c.status() != ContainerStatus::Stopped => continue,
-            _ => return Ok(0),
+            _ => {
+                shown.print_new(rt, &args.container_id);
+                return Ok(0);
+            }
+        }
+    }
+}
+
+/// The report's entries printed so far (by kind, target and process).
+#[derive(Default)]
+struct Denials(std::collections::HashSet<(String, String, Option<String>)>);
+
+impl Denials {
+    fn print_new(&mut self, rt: &Runtime, id: &str) {
+        for d in rt.denials(id) {
+            if self
+                .0
+                .insert((d.kind.clone(), d.target.clone(), d.comm.clone()))
+            {
+                let event = serde_json::json!({ "type": "denial", "id": id, "data": d });
+                crate::cli::output::line(&event.to_string());
+            }
         }
     }
 }

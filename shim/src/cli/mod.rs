@@ -28,7 +28,11 @@ use args::Command;
 
 /// Run one subcommand; its exit status, or the failure to report.
 pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
-    let rt = || Runtime::new(global.root.clone(), global.systemd_cgroup);
+    let rt = || {
+        let mut rt = Runtime::new(global.root.clone(), global.systemd_cgroup)?;
+        rt.audit = audit_mode(global)?;
+        Ok::<_, Failure>(rt)
+    };
     match command {
         Command::Create(a) => create::run(&rt()?, a),
         Command::Start(a) => start::run(&rt()?, a),
@@ -54,14 +58,20 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
                 "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
             ))
         }
-        Command::Wrap(a) => crate::wrap::run(
-            &rt()?,
-            crate::wrap::WrapOptions {
-                policy: a.policy,
-                id: a.id,
-                command: a.command,
-            },
-        ),
+        Command::Wrap(a) => {
+            let report = a.report.clone();
+            let ran = crate::wrap::run(
+                &rt()?,
+                crate::wrap::WrapOptions {
+                    policy: a.policy,
+                    id: a.id,
+                    command: a.command,
+                    report: a.report,
+                },
+            )?;
+            run::summary(&ran, report.as_deref());
+            Ok(ran.status)
+        }
     }
 }
 
@@ -93,4 +103,17 @@ fn criu_flag_error(args: &[String]) -> Option<Failure> {
         )));
     }
     None
+}
+
+/// `--audit`, else `SANDBOY_AUDIT`, else `if-enabled`.
+fn audit_mode(global: &args::Global) -> Result<crate::supervisor::audit::Mode> {
+    match (&global.audit, std::env::var("SANDBOY_AUDIT")) {
+        (Some(flag), _) => flag
+            .parse()
+            .map_err(|e| Failure::usage(format!("--audit: {e}"))),
+        (None, Ok(env)) if !env.is_empty() => env
+            .parse()
+            .map_err(|e| Failure::usage(format!("SANDBOY_AUDIT: {e}"))),
+        _ => Ok(Default::default()),
+    }
 }

@@ -1,13 +1,39 @@
-//! `run`: create + start, and in the foreground wait and delete.
+//! `run`: create + start, and in the foreground wait and delete; a short
+//! summary of the container's refusals on stderr at exit.
 
 use super::args::Run;
-use crate::container::{RunMode, Runtime};
+use crate::container::{Ran, RunMode, Runtime};
 use crate::error::Result;
 
 pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
     let mode = RunMode {
         detach: args.detach,
         keep: args.keep,
+        report: args.report.clone(),
     };
-    rt.run(&args.container_id, &args.opts.to_options(), mode)
+    let ran = rt.run(&args.container_id, &args.opts.to_options(), mode)?;
+    summary(&ran, args.report.as_deref());
+    Ok(ran.status)
+}
+
+/// `sandboy: 3 refusals: read /etc/shadow, connect 80, syscall ptrace; see --report FILE`
+pub fn summary(ran: &Ran, report: Option<&std::path::Path>) {
+    if ran.refusals.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 5;
+    let mut what: Vec<String> = ran.refusals.iter().take(SHOWN).map(|d| d.short()).collect();
+    if ran.refusals.len() > SHOWN {
+        what.push(format!("and {} more", ran.refusals.len() - SHOWN));
+    }
+    let n = ran.refusals.len();
+    let see = match report {
+        Some(p) => format!("; see {}", p.display()),
+        None => "; see --report FILE".to_owned(),
+    };
+    super::output::error_line(&format!(
+        "sandboy: {n} refusal{}: {}{see}",
+        if n == 1 { "" } else { "s" },
+        what.join(", ")
+    ));
 }

@@ -17,7 +17,7 @@ use super::{
 use crate::cgroups;
 use crate::error::{Failure, Result};
 use crate::init::executor::SandboyExecutor;
-use crate::supervisor::{self, Duties, Target};
+use crate::supervisor::{self, denials, Duties, Target};
 
 impl Runtime {
     /// Create a container: checks, then libcontainer, then cleanup on failure
@@ -123,7 +123,8 @@ impl Runtime {
                     .as_ref()
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
-                let supervised = confined.and_then(|()| self.supervise(&container, &bundle));
+                let supervised =
+                    confined.and_then(|()| self.supervise(&container, &bundle, detach));
                 if let Err(e) = supervised {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
@@ -227,17 +228,27 @@ impl Runtime {
 
     /// The container's supervisor, when it has duties: it outlives this
     /// command (a detached container's too) and exits with the init.
-    fn supervise(&self, c: &Container, bundle: &Bundle) -> Result<()> {
+    /// `detach`: the caller does not wait for the container (an engine's
+    /// `create`, `run --detach`), so the supervisor must not hold its
+    /// stderr; a foreground `run` keeps it, and sees the warnings there.
+    fn supervise(&self, c: &Container, bundle: &Bundle, detach: bool) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
+        let state_dir = self.dir(c.id());
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
+            denials: confined(bundle)
+                .then(|| {
+                    denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle))
+                })
+                .flatten(),
         };
         if duties.is_empty() {
             return Ok(());
         }
         let target = Target {
             id: c.id().to_owned(),
-            state_dir: self.dir(c.id()),
+            state_dir,
+            keep_stderr: !detach,
             init: c
                 .pid()
                 .ok_or_else(|| Failure::runtime("container has no init pid"))?,
@@ -246,5 +257,29 @@ impl Runtime {
             let c = self.load(id)?;
             super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
         })
+    }
+}
+
+/// Whether anything can refuse the container's processes (Landlock rules or
+/// a seccomp profile): else there is nothing to report and no duty.
+fn confined(bundle: &Bundle) -> bool {
+    let annotations = bundle.spec.annotations().as_ref();
+    annotations.is_some_and(|a| a.contains_key(sandboy_spec_gen::annotations::LANDLOCK))
+        || bundle
+            .spec
+            .linux()
+            .as_ref()
+            .is_some_and(|l| l.seccomp().is_some())
+}
+
+/// Paths no policy change may expose: the spec's masked paths (`[fs] hide`).
+fn denial_policy(bundle: &Bundle) -> denials::Policy {
+    denials::Policy {
+        hidden: bundle
+            .spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.masked_paths().clone())
+            .unwrap_or_default(),
     }
 }

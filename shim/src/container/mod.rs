@@ -33,7 +33,7 @@ use libcontainer::syscall::syscall::SyscallType;
 use crate::error::{Failure, Result};
 
 pub use exec::ExecOptions;
-pub use run::{exit_status, RunMode};
+pub use run::{exit_status, Ran, RunMode};
 
 /// What `create` (and `run`) are given besides the id: runc's create flags.
 #[derive(Debug, Clone, Default)]
@@ -54,6 +54,8 @@ pub struct CreateOptions {
 pub struct Runtime {
     pub root: PathBuf,
     pub systemd: bool,
+    /// What the operator allows for kernel auditing (denial reports).
+    pub audit: crate::supervisor::audit::Mode,
 }
 
 /// Directory (under the state root) for rewritten bundles, see `create`.
@@ -69,7 +71,11 @@ impl Runtime {
             Failure::runtime(format!("cannot create state root {}: {e}", root.display()))
         })?;
         let root = fs::canonicalize(&root)?;
-        Ok(Self { root, systemd })
+        Ok(Self {
+            root,
+            systemd,
+            audit: Default::default(),
+        })
     }
 
     pub(crate) fn dir(&self, id: &str) -> PathBuf {
@@ -90,6 +96,13 @@ impl Runtime {
             .map_err(|e| Failure::from(e).context(format!("loading state of {id}")))?;
         c.refresh_status()?;
         Ok(c)
+    }
+
+    /// The container's denial report so far (empty without one).
+    pub fn denials(&self, id: &str) -> Vec<crate::supervisor::denials::Denial> {
+        crate::supervisor::denials::read_report(
+            &self.dir(id).join(crate::supervisor::denials::REPORT_FILE),
+        )
     }
 
     /// Ids of all containers under the root.

@@ -1,6 +1,9 @@
 //! `run`: create + start, then (unless detached) wait for the init process,
 //! forwarding signals to it as runc does, and delete the container after.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use nix::sys::signal::{kill, Signal};
 use nix::sys::signalfd::SigSet;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -8,15 +11,31 @@ use nix::unistd::Pid;
 
 use super::{CreateOptions, Runtime};
 use crate::error::{Failure, Result};
+use crate::supervisor::denials::{self, Denial};
 
 /// How `run` treats the started container.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RunMode {
     /// Return once it runs (`--detach`).
     pub detach: bool,
     /// Keep it after it exits (`--keep`).
     pub keep: bool,
+    /// Copy the denial report here when it exits (`--report`).
+    pub report: Option<PathBuf>,
 }
+
+/// What a foreground `run` ended with.
+#[derive(Debug, Clone, Default)]
+pub struct Ran {
+    /// The container's exit status (0 once started when detached).
+    pub status: i32,
+    /// Its refusals, from the supervisor's report.
+    pub refusals: Vec<Denial>,
+}
+
+/// Longest wait for the supervisor's last report after the init exited
+/// (it drains records for a moment, see `supervisor::DRAIN`).
+const REPORT_WAIT: Duration = Duration::from_secs(3);
 
 /// Exit status for a reaped process, shell style: 128+N for a signal.
 pub fn exit_status(status: WaitStatus) -> i32 {
@@ -30,7 +49,7 @@ pub fn exit_status(status: WaitStatus) -> i32 {
 impl Runtime {
     /// runc's `run`: the container's exit status in the foreground, 0 once
     /// started when detached.
-    pub fn run(&self, id: &str, opts: &CreateOptions, mode: RunMode) -> Result<i32> {
+    pub fn run(&self, id: &str, opts: &CreateOptions, mode: RunMode) -> Result<Ran> {
         // Block signals before the container exists, so that an init that
         // exits at once cannot have its SIGCHLD discarded before we wait.
         let signals = SigSet::all();
@@ -46,20 +65,38 @@ impl Runtime {
             return Err(Failure::from(e).context("starting container"));
         }
         if mode.detach {
-            return Ok(0);
+            return Ok(Ran::default());
         }
         let pid = container
             .pid()
             .ok_or_else(|| Failure::runtime("container has no init pid after start"))?;
         let status = foreground(pid, &signals);
         crate::cgroups::oom::report(&container);
+        let refusals = self.collect_report(id, mode.report.as_deref())?;
         if !mode.keep {
             if let Err(e) = self.destroy(&mut container, true) {
                 tracing::warn!(id, error = %e, "delete after run failed");
                 self.remove_leftovers(id);
             }
         }
-        status
+        Ok(Ran {
+            status: status?,
+            refusals,
+        })
+    }
+
+    /// The container's final denial report, copied to `--report` (written
+    /// even when empty, so a script can rely on the file).
+    fn collect_report(&self, id: &str, to: Option<&std::path::Path>) -> Result<Vec<Denial>> {
+        let dir = self.dir(id);
+        denials::wait_final(&dir, REPORT_WAIT);
+        let path = dir.join(denials::REPORT_FILE);
+        if let Some(to) = to {
+            let text = std::fs::read(&path).unwrap_or_default();
+            std::fs::write(to, text)
+                .map_err(|e| Failure::runtime(format!("--report {}: {e}", to.display())))?;
+        }
+        Ok(denials::read_report(&path))
     }
 }
 

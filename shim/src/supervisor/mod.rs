@@ -4,21 +4,25 @@
 //! cannot fool it — and exits as soon as the init does.
 //!
 //! It is spawned once, at the end of a successful `create`, and only when
-//! the container has a duty for it ([`Duties`]). Today its one duty is the
-//! wall-clock deadline (`dev.sandboy.timeout`); denial reports, the egress
-//! gateway and the learn-mode notifier are further duties of the same
-//! process, so that each container has exactly one.
+//! the container has a duty for it ([`Duties`]): the wall-clock deadline
+//! (`dev.sandboy.timeout`) and the denial reports ([`denials`], from the
+//! kernel's audit records); the egress gateway and the learn-mode notifier
+//! are further duties of the same process, so that each container has
+//! exactly one.
 //!
 //! The supervisor knows nothing of libcontainer or of the CLI: the container
 //! layer tells it what to watch ([`Target`]) and hands it the action to take
 //! at the deadline.
 
+pub mod audit;
+pub mod denials;
 pub mod pidfd;
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::unistd::{fork, setsid, ForkResult, Pid};
 
 use crate::error::{Failure, Result};
@@ -28,18 +32,28 @@ use pidfd::Pidfd;
 pub const TIMED_OUT_MARKER: &str = "timed-out";
 
 /// What one container's supervisor does.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Duties {
     /// Kill the whole container this long after create.
     pub timeout: Option<Duration>,
+    /// Collect the container's refusals from the kernel's audit records.
+    pub denials: Option<denials::Duty>,
 }
 
 impl Duties {
     /// Whether there is anything to supervise (no process otherwise).
     pub fn is_empty(&self) -> bool {
-        self.timeout.is_none()
+        self.timeout.is_none() && self.denials.is_none()
     }
 }
+
+/// After the init exited, the longest wait for the supervisor's own mark
+/// (see [`drain`]); the kernel's audit thread delivers records
+/// asynchronously, usually within a millisecond.
+const MARK_WAIT: Duration = Duration::from_secs(1);
+/// Without a mark (auditing off: only seccomp kill records come), read
+/// until the socket has been quiet this long.
+const QUIET: Duration = Duration::from_millis(30);
 
 /// The container a supervisor watches.
 #[derive(Debug, Clone)]
@@ -47,6 +61,9 @@ pub struct Target {
     pub id: String,
     /// The container's state directory (for markers and reports).
     pub state_dir: PathBuf,
+    /// Keep the caller's stderr (a foreground `run`, which waits for the
+    /// supervisor anyway) instead of /dev/null.
+    pub keep_stderr: bool,
     pub init: Pid,
 }
 
@@ -79,7 +96,7 @@ pub fn spawn(
             // SAFETY: as above; still single-threaded.
             match unsafe { fork() } {
                 Ok(ForkResult::Child) => {
-                    detach_stdio();
+                    detach_stdio(target.keep_stderr);
                     let code = supervise(&target, &duties, &pidfd, kill_all);
                     std::process::exit(code);
                 }
@@ -92,13 +109,13 @@ pub fn spawn(
 /// Stdio to /dev/null, so the supervisor keeps no pipe of the caller open:
 /// engines (conmon, containerd's shim) wait for EOF on the runtime's output.
 /// The log file stays open: the supervisor's warnings go there.
-fn detach_stdio() {
+fn detach_stdio(keep_stderr: bool) {
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/null")
     {
-        for target in 0..3 {
+        for target in 0..if keep_stderr { 2 } else { 3 } {
             let _ = nix::unistd::dup2(null.as_raw_fd(), target);
         }
     }
@@ -110,14 +127,118 @@ fn supervise(
     pidfd: &Pidfd,
     kill_all: impl FnOnce(&str) -> Result<()>,
 ) -> i32 {
-    let Some(span) = duties.timeout else {
-        return 0;
-    };
-    match pidfd.wait_exit(span) {
-        Ok(true) => return 0,
-        Ok(false) => {}
-        Err(_) => return 1,
+    let started = Instant::now();
+    let mut kill_all = Some(kill_all);
+    let mut collector = duties.denials.as_ref().map(|d| {
+        (
+            d,
+            denials::Collector::new(
+                &target.id,
+                &target.state_dir,
+                target.init.as_raw(),
+                d.policy.clone(),
+            ),
+        )
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut code = 0;
+    loop {
+        let deadline = duties
+            .timeout
+            .filter(|_| kill_all.is_some())
+            .map(|t| t.saturating_sub(started.elapsed()));
+        // With a collector, wake now and then to write the report.
+        let wait = match (deadline, collector.is_some()) {
+            (Some(d), true) => Some(d.min(Duration::from_millis(250))),
+            (Some(d), false) => Some(d),
+            (None, true) => Some(Duration::from_millis(250)),
+            (None, false) => None,
+        };
+        let exited = match wait_any(pidfd, collector.as_ref().map(|c| &c.0.socket), wait) {
+            Ok(w) => w,
+            Err(_) => return 1,
+        };
+        if let Some((duty, c)) = collector.as_mut() {
+            read_ready(&duty.socket, c, &mut buf);
+            c.tick();
+        }
+        if exited {
+            if let Some((duty, c)) = collector.as_mut() {
+                drain(duty, c, &mut buf, &target.id);
+                c.finish(duty.lost_before);
+            }
+            return code;
+        }
+        if deadline.is_some_and(|d| d.is_zero()) {
+            if let (Some(kill), Some(span)) = (kill_all.take(), duties.timeout) {
+                code = on_timeout(target, span, kill);
+            }
+        }
     }
+}
+
+/// Poll the init's pidfd and the audit socket; whether the init exited.
+fn wait_any(
+    pidfd: &Pidfd,
+    socket: Option<&audit::Socket>,
+    wait: Option<Duration>,
+) -> std::io::Result<bool> {
+    let ms = wait.map_or(-1, |w| w.as_millis().min(i32::MAX as u128) as i32);
+    let timeout = PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX);
+    let mut fds = vec![PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
+    if let Some(s) = socket {
+        fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    match poll(&mut fds, timeout) {
+        Ok(_) => Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Every record already queued on the socket, without blocking.
+fn read_ready(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]) {
+    loop {
+        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
+            return;
+        }
+        match socket.record(buf) {
+            Ok(Some(r)) => c.feed(&r),
+            Ok(None) => {}
+            // ENOBUFS: the queue overflowed and records were lost; go on.
+            Err(_) => {}
+        }
+    }
+}
+
+/// After the init's exit, the records still in the kernel's queue: up to
+/// our own mark when auditing is on (the kernel delivers records in order,
+/// so nothing of the container's comes after it), else until the socket
+/// stays quiet for [`QUIET`].
+fn drain(duty: &denials::Duty, c: &mut denials::Collector, buf: &mut [u8], id: &str) {
+    let mark = format!("sandboy-drain id={id} pid={}", std::process::id());
+    let marked = duty.landlock && audit::Socket::control().and_then(|s| s.mark(&mark)).is_ok();
+    let limit = Instant::now() + if marked { MARK_WAIT } else { QUIET };
+    loop {
+        let left = limit.saturating_duration_since(Instant::now());
+        let wait = if marked { left } else { left.min(QUIET) };
+        let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+        let mut fds = [PollFd::new(duty.socket.as_fd(), PollFlags::POLLIN)];
+        if left.is_zero()
+            || !matches!(poll(&mut fds, PollTimeout::try_from(ms).unwrap_or(PollTimeout::ZERO)), Ok(n) if n > 0)
+        {
+            return;
+        }
+        match duty.socket.record(buf) {
+            Ok(Some(r)) if r.kind == audit::AUDIT_TRUSTED_APP && r.text.contains(&mark) => return,
+            Ok(Some(r)) => c.feed(&r),
+            _ => {}
+        }
+    }
+}
+
+fn on_timeout(target: &Target, span: Duration, kill_all: impl FnOnce(&str) -> Result<()>) -> i32 {
     let id = target.id.as_str();
     tracing::warn!(
         id,

@@ -11,6 +11,12 @@ use nix::unistd::Pid;
 
 pub struct Pidfd(OwnedFd);
 
+impl AsFd for Pidfd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
 impl Pidfd {
     /// `ESRCH` when the process is gone (reaped) already.
     pub fn open(pid: Pid) -> io::Result<Self> {

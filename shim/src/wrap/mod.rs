@@ -14,7 +14,7 @@ use nix::sched::{unshare, CloneFlags};
 use sandboy_spec_gen::policy::{BindMount, Policy};
 use sandboy_spec_gen::render::{self, RenderOptions};
 
-use crate::container::{validate_id, CreateOptions, RunMode, Runtime};
+use crate::container::{validate_id, CreateOptions, Ran, RunMode, Runtime};
 use crate::error::{Failure, Result};
 
 /// What `sandboy wrap` is asked to do.
@@ -26,9 +26,11 @@ pub struct WrapOptions {
     pub id: Option<String>,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// Where to write the denial report (`--report`).
+    pub report: Option<PathBuf>,
 }
 
-pub fn run(rt: &Runtime, args: WrapOptions) -> Result<i32> {
+pub fn run(rt: &Runtime, args: WrapOptions) -> Result<Ran> {
     let mut policy = Policy::load(&args.policy).map_err(|e| Failure::config(e.to_string()))?;
     let id = args
         .id
@@ -80,7 +82,10 @@ pub fn run(rt: &Runtime, args: WrapOptions) -> Result<i32> {
                 bundle: work.clone(),
                 ..CreateOptions::default()
             },
-            RunMode::default(),
+            RunMode {
+                report: args.report.clone(),
+                ..RunMode::default()
+            },
         )
     })();
     cleanup(rt, &id, &work, &rootfs);

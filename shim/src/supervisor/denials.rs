@@ -1,0 +1,895 @@
+//! Denial reports: the supervisor's duty that reads the kernel's audit
+//! records (see [`super::audit`]), keeps the ones of its own container, and
+//! turns each into a plain statement — what was refused, which path, port or
+//! syscall, which process, and which policy change would allow it.
+//!
+//! Record formats (kernel 6.15+, checked on this host's 6.18):
+//! * `AUDIT_LANDLOCK_ACCESS` (1423): `domain=<hex id> blockers=fs.read_file
+//!   path="/etc/passwd" dev="vda" ino=737`, or `net.connect_tcp daddr=… dest=80`,
+//!   `net.bind_tcp saddr=… src=8081`, `scope.signal opid=1 ocomm="…"`,
+//!   `scope.abstract_unix_socket path=<hex>`;
+//! * `AUDIT_LANDLOCK_DOMAIN` (1424): `domain=<id> status=allocated
+//!   mode=enforcing pid=<creator> uid=… exe=… comm=…`, once per domain, in the
+//!   same event (serial) as the domain's first denial, after its 1423;
+//! * `AUDIT_SYSCALL` (1300) of the same serial: `pid=`, `comm=`, `exe=`;
+//! * `AUDIT_SECCOMP` (1326), alone: `pid= comm= exe= sig= arch= syscall=
+//!   code=0x<action>`.
+//!
+//! Attribution never guesses: a Landlock domain is the container's when its
+//! creator is the container's init (which calls `landlock_restrict_self`
+//! right before execve) or a process of the container; a seccomp record is
+//! the container's when its pid is the init or is, at record time, in the
+//! init's pid namespace (or cgroups, for a container sharing the host's).
+//! Anything else is some other container's and is dropped.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::audit::{Record, Socket};
+
+/// The report's file name in the container's state directory.
+pub const REPORT_FILE: &str = "denials.jsonl";
+/// Held (flock) by the supervisor while it may still write the report.
+pub const LOCK_FILE: &str = "denials.lock";
+
+const LANDLOCK_ACCESS: u16 = 1423;
+const LANDLOCK_DOMAIN: u16 = 1424;
+const SECCOMP: u16 = 1326;
+const SYSCALL: u16 = 1300;
+const EOE: u16 = 1320;
+
+/// Warnings per container: one per distinct denial up to this many, then one
+/// saying the rest are only in the report (a loop over 100,000 paths must
+/// not flood the log).
+const MAX_WARNINGS: usize = 32;
+/// Distinct denials kept; further distinct ones are only counted.
+const MAX_DISTINCT: usize = 10_000;
+/// How often a changed report is rewritten while the container runs.
+const WRITE_EVERY: Duration = Duration::from_millis(200);
+
+/// One distinct refusal, as written to `denials.jsonl` (SPEC §8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denial {
+    /// read, write, create, remove, exec, truncate, ioctl-dev, connect,
+    /// bind, signal, abstract-unix-socket, syscall.
+    pub kind: String,
+    /// A path, a TCP port, a signal's target or a syscall name.
+    pub target: String,
+    pub pid: Option<i32>,
+    pub comm: Option<String>,
+    pub exe: Option<String>,
+    /// The policy change that would permit it; null for a rule nothing may
+    /// relax.
+    pub allow: Option<String>,
+    /// How many times it was refused.
+    pub count: u64,
+    /// What refused it: the Landlock blocker (`fs.read_file`) or the
+    /// seccomp verdict (`seccomp.errno`, `seccomp.kill`, `seccomp.log`).
+    pub blocker: String,
+    /// The syscall that was refused (Landlock: the one that hit the rule).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub syscall: Option<String>,
+}
+
+impl Denial {
+    /// The few words for `run`'s summary: `read /etc/shadow`.
+    pub fn short(&self) -> String {
+        format!("{} {}", self.kind, self.target)
+    }
+
+    fn key(&self) -> (String, String, Option<String>) {
+        (self.kind.clone(), self.target.clone(), self.comm.clone())
+    }
+}
+
+/// Read a report (`denials.jsonl`); a torn last line is skipped.
+pub fn read_report(path: &Path) -> Vec<Denial> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Wait until the supervisor of a container has written its last report
+/// (it holds [`LOCK_FILE`] until it exits), at most `limit`.
+pub fn wait_final(state_dir: &Path, limit: Duration) {
+    let Ok(file) = fs::File::open(state_dir.join(LOCK_FILE)) else {
+        return;
+    };
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if nix::fcntl::Flock::lock(
+            file.try_clone().expect("dup of an open file"),
+            nix::fcntl::FlockArg::LockSharedNonblock,
+        )
+        .is_ok()
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Record text
+
+/// A record's event serial and its `key=value` fields, values unquoted and
+/// hex-decoded where the kernel hex-encodes untrusted strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fields {
+    pub serial: u64,
+    pub kind: u16,
+    pairs: Vec<(String, String)>,
+}
+
+impl Fields {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Fields whose values the kernel writes with `audit_log_untrustedstring`:
+/// quoted when plain, hex when they hold spaces, quotes or control bytes.
+const UNTRUSTED: &[&str] = &["path", "comm", "exe", "ocomm", "name", "cwd"];
+
+pub fn parse(record: &Record) -> Option<Fields> {
+    let rest = record.text.strip_prefix("audit(")?;
+    let (stamp, body) = rest.split_once("):")?;
+    let serial = stamp.split_once(':')?.1.parse().ok()?;
+    let mut pairs = Vec::new();
+    let mut s = body.trim_start();
+    while !s.is_empty() {
+        let Some((key, after)) = s.split_once('=') else {
+            break;
+        };
+        let (value, next, quoted) = if let Some(q) = after.strip_prefix('"') {
+            let end = q.find('"').unwrap_or(q.len());
+            (&q[..end], q.get(end + 1..).unwrap_or(""), true)
+        } else {
+            let end = after.find(' ').unwrap_or(after.len());
+            (&after[..end], &after[end..], false)
+        };
+        let key = key.trim().to_owned();
+        let value = if !quoted && UNTRUSTED.contains(&key.as_str()) {
+            unhex(value).unwrap_or_else(|| value.to_owned())
+        } else {
+            value.to_owned()
+        };
+        pairs.push((key, value));
+        s = next.trim_start();
+    }
+    Some(Fields {
+        serial,
+        kind: record.kind,
+        pairs,
+    })
+}
+
+/// `2F746D70` → `/tmp`; an abstract socket name (leading NUL) → `@name`.
+fn unhex(s: &str) -> Option<String> {
+    if s.is_empty() || !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let bytes: Vec<u8> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect::<Option<_>>()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Some(match text.strip_prefix('\0') {
+        Some(name) => format!("@{}", name.trim_end_matches('\0')),
+        None => text,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Decoding
+
+/// What the collector knows of the container's policy to phrase `allow`.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Paths nothing may expose (`[fs] hide`, the spec's `maskedPaths`).
+    pub hidden: Vec<String>,
+}
+
+/// `path` under (or equal to) one of `roots`.
+fn under(path: &str, roots: &[String]) -> bool {
+    roots.iter().any(|r| {
+        let r = r.trim_end_matches('/');
+        path == r || path.starts_with(&format!("{r}/"))
+    })
+}
+
+/// The audit arch value → syscall table.
+fn arch(value: &str) -> Option<sandboy_spec_gen::syscalls::Arch> {
+    use sandboy_spec_gen::syscalls::Arch;
+    match value {
+        "c000003e" => Some(Arch::X86_64),
+        "c00000b7" => Some(Arch::Aarch64),
+        _ => None,
+    }
+}
+
+fn syscall_name(fields: &Fields) -> Option<String> {
+    let nr: i64 = fields.get("syscall")?.parse().ok()?;
+    let name = arch(fields.get("arch")?).and_then(|a| sandboy_spec_gen::syscalls::name(a, nr));
+    Some(name.map_or_else(|| format!("syscall {nr}"), str::to_owned))
+}
+
+/// How much a blocker says: a record that names several (an execve is
+/// refused both `fs.execute` and `fs.read_file`, an `O_RDWR` open both write
+/// and read) is one refusal, stated by its strongest right, whose policy
+/// list grants the weaker ones too.
+fn rank(blocker: &str) -> u8 {
+    match blocker {
+        "fs.execute" => 3,
+        "fs.read_file" | "fs.read_dir" => 1,
+        _ => 2,
+    }
+}
+
+/// One Landlock access record (+ the event's SYSCALL record) → one denial.
+pub fn decode_landlock(
+    access: &Fields,
+    syscall: Option<&Fields>,
+    policy: &Policy,
+) -> Option<Denial> {
+    let blockers = access.get("blockers").unwrap_or("");
+    let path = access.get("path").map(str::to_owned);
+    blockers
+        .split(',')
+        .filter(|b| !b.is_empty())
+        .max_by_key(|b| rank(b))
+        .map(|blocker| {
+            let (kind, target, allow) =
+                landlock_statement(blocker, access, path.as_deref(), policy);
+            Denial {
+                kind,
+                target,
+                pid: syscall.and_then(|s| s.get("pid")?.parse().ok()),
+                comm: syscall.and_then(|s| s.get("comm")).map(str::to_owned),
+                exe: syscall.and_then(|s| s.get("exe")).map(str::to_owned),
+                allow,
+                count: 1,
+                blocker: blocker.to_owned(),
+                syscall: syscall.and_then(syscall_name),
+            }
+        })
+}
+
+fn landlock_statement(
+    blocker: &str,
+    f: &Fields,
+    path: Option<&str>,
+    policy: &Policy,
+) -> (String, String, Option<String>) {
+    let path = path.unwrap_or("?").to_owned();
+    let fs_rule = |kind: &str, list: &str| {
+        let allow = (!under(&path, &policy.hidden)).then(|| format!("add {path:?} to [fs] {list}"));
+        (kind.to_owned(), path.clone(), allow)
+    };
+    match blocker {
+        "fs.read_file" | "fs.read_dir" => fs_rule("read", "read"),
+        "fs.write_file" => fs_rule("write", "write"),
+        "fs.execute" => fs_rule("exec", "exec"),
+        "fs.truncate" => fs_rule("truncate", "write"),
+        "fs.ioctl_dev" => fs_rule("ioctl-dev", "write"),
+        "fs.remove_file" | "fs.remove_dir" => fs_rule("remove", "write"),
+        "fs.refer" => fs_rule("rename", "write"),
+        b if b.starts_with("fs.make_") => fs_rule("create", "write"),
+        "net.connect_tcp" => {
+            let port = f.get("dest").unwrap_or("?").to_owned();
+            let allow = format!("add {port} to [net] connect");
+            ("connect".into(), port, Some(allow))
+        }
+        "net.bind_tcp" => {
+            let port = f.get("src").unwrap_or("?").to_owned();
+            let allow = format!("add {port} to [net] bind");
+            ("bind".into(), port, Some(allow))
+        }
+        "scope.signal" => {
+            let target = match (f.get("opid"), f.get("ocomm")) {
+                (Some(p), Some(c)) => format!("pid {p} ({c})"),
+                (Some(p), None) => format!("pid {p}"),
+                _ => "?".into(),
+            };
+            let allow = r#"remove "signal" from [net] scope"#.to_owned();
+            ("signal".into(), target, Some(allow))
+        }
+        "scope.abstract_unix_socket" => {
+            let allow = r#"remove "abstract-unix-socket" from [net] scope"#.to_owned();
+            ("abstract-unix-socket".into(), path, Some(allow))
+        }
+        // fs.change_topology (mount games), ptrace: the runtime's own
+        // protections, which no policy key relaxes.
+        other => (other.replace('.', "-"), path, None),
+    }
+}
+
+/// A seccomp record → a denial. `default_deny`: sandboy's built-in list,
+/// whose entries a policy re-allows with `[syscalls] allow`.
+pub fn decode_seccomp(f: &Fields) -> Denial {
+    let name = syscall_name(f).unwrap_or_else(|| "?".into());
+    let code = f
+        .get("code")
+        .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0);
+    let verdict = match code & 0xffff_0000 {
+        0x8000_0000 | 0 => "kill",
+        0x0005_0000 => "errno",
+        0x0003_0000 => "trap",
+        0x7ffc_0000 => "log",
+        0x7fc0_0000 => "notify",
+        _ => "other",
+    };
+    let allow = if sandboy_spec_gen::policy::DEFAULT_DENY.contains(&name.as_str()) {
+        format!("remove {name:?} from the default deny with [syscalls] allow = [{name:?}]")
+    } else {
+        format!("remove {name:?} from [syscalls] deny")
+    };
+    Denial {
+        kind: "syscall".into(),
+        target: name.clone(),
+        pid: f.get("pid").and_then(|p| p.parse().ok()),
+        comm: f.get("comm").map(str::to_owned),
+        exe: f.get("exe").map(str::to_owned),
+        allow: Some(allow),
+        count: 1,
+        blocker: format!("seccomp.{verdict}"),
+        syscall: Some(name),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Attribution
+
+/// Which processes are the container's.
+#[derive(Debug, Clone)]
+pub struct Members {
+    init: i32,
+    /// The init's pid namespace, when it is not the supervisor's own.
+    pidns: Option<u64>,
+    /// The init's cgroup lines (`N:controllers:path`).
+    cgroups: Vec<(String, String)>,
+}
+
+fn pidns_of(pid: &str) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}/ns/pid"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+fn cgroups_of(pid: &str) -> Vec<(String, String)> {
+    fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (hier, path) = l.rsplit_once(':')?;
+            Some((hier.to_owned(), path.to_owned()))
+        })
+        .collect()
+}
+
+impl Members {
+    pub fn of(init: i32) -> Self {
+        let own = pidns_of("self");
+        let pidns = pidns_of(&init.to_string()).filter(|ns| Some(*ns) != own);
+        let cgroups = cgroups_of(&init.to_string())
+            .into_iter()
+            .filter(|(_, p)| p != "/")
+            .collect();
+        Members {
+            init,
+            pidns,
+            cgroups,
+        }
+    }
+
+    /// Whether `pid` is the container's now.
+    pub fn contains(&self, pid: i32) -> bool {
+        if pid == self.init {
+            return true;
+        }
+        let p = pid.to_string();
+        if let Some(ns) = self.pidns {
+            return pidns_of(&p) == Some(ns);
+        }
+        if self.cgroups.is_empty() {
+            return false;
+        }
+        let theirs = cgroups_of(&p);
+        self.cgroups.iter().all(|(hier, path)| {
+            theirs
+                .iter()
+                .any(|(h, q)| h == hier && (q == path || q.starts_with(&format!("{path}/"))))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The collector
+
+/// The denials duty, set up in `create` before the container starts so that
+/// no record of its first instruction is missed.
+pub struct Duty {
+    pub socket: Socket,
+    /// flock'ed by `create`; the supervisor holds it until its last write
+    /// (kept for the lock, never read). A plain file, not nix's `Flock`:
+    /// that one unlocks on drop, and the parent's copy is dropped right
+    /// after the fork while the supervisor's must keep the lock.
+    #[allow(dead_code)]
+    pub lock: fs::File,
+    pub policy: Policy,
+    /// Whether Landlock records can come (kernel audit enabled).
+    pub landlock: bool,
+    /// The kernel's count of lost records when the container was created.
+    pub lost_before: Option<u32>,
+}
+
+impl Duty {
+    /// Set up in `create`, before the container runs: the reader socket
+    /// (joined now so the first denial is not missed), the kernel's audit
+    /// switch as the operator allows, and the report's lock. `None`, with
+    /// one warning naming why, when no report can be made.
+    pub fn prepare(
+        id: &str,
+        state_dir: &Path,
+        mode: super::audit::Mode,
+        policy: Policy,
+    ) -> Option<Duty> {
+        use super::audit::Mode;
+        let unavailable = |why: &str| {
+            tracing::warn!(
+                id,
+                "denial reports are unavailable for this container: {why}"
+            );
+            None
+        };
+        if mode == Mode::Off {
+            return None;
+        }
+        let socket = match Socket::reader() {
+            Ok(s) => s,
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                return unavailable(
+                    "reading kernel audit records needs CAP_AUDIT_READ (run as root)",
+                )
+            }
+            Err(e) => return unavailable(&format!("cannot join the kernel audit log group: {e}")),
+        };
+        let status = Socket::control().and_then(|c| c.status().map(|s| (c, s)));
+        let lost_before = status.as_ref().ok().map(|(_, s)| s.lost);
+        let landlock = match (status, mode) {
+            (Ok((_, s)), _) if s.enabled != 0 => true,
+            (Ok((control, _)), Mode::Enable) => match control.set_enabled(1) {
+                Ok(()) => {
+                    tracing::info!(
+                        id,
+                        "enabled kernel auditing for denial reports (--audit=enable)"
+                    );
+                    true
+                }
+                Err(e) => {
+                    return unavailable(&format!(
+                        "kernel auditing is off and enabling it failed ({e}; needs CAP_AUDIT_CONTROL)"
+                    ))
+                }
+            },
+            // No collector at all then (no fork, no drain wait): only
+            // seccomp kill verdicts would come, and the one warning says
+            // reports are off.
+            (Ok(_), _) => {
+                return unavailable(
+                    "kernel auditing is off (audit_enabled=0), so refusals leave no record; let sandboy enable it with --audit=enable or SANDBOY_AUDIT=enable",
+                )
+            }
+            (Err(e), _) => {
+                return unavailable(&format!("cannot read the kernel audit status: {e}"))
+            }
+        };
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(state_dir.join(LOCK_FILE))
+            .ok()?;
+        // SAFETY: flock on an fd we own; the lock belongs to the open file
+        // description, shared with the supervisor after the fork.
+        if unsafe {
+            libc::flock(
+                std::os::fd::AsRawFd::as_raw_fd(&lock),
+                libc::LOCK_EX | libc::LOCK_NB,
+            )
+        } != 0
+        {
+            return None;
+        }
+        Some(Duty {
+            socket,
+            lock,
+            policy,
+            landlock,
+            lost_before,
+        })
+    }
+}
+
+impl std::fmt::Debug for Duty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Duty")
+            .field("landlock", &self.landlock)
+            .finish()
+    }
+}
+
+/// Records of one event (one serial), kept until the event is complete:
+/// a Landlock record is logged during the syscall, its SYSCALL and EOE
+/// records at the syscall's exit, so other events' records (another
+/// container's) can come in between.
+struct Event {
+    since: Instant,
+    records: Vec<Fields>,
+}
+
+/// An event without its EOE after this long is complete as it is (a
+/// record without syscall context, or the rest was lost).
+const EVENT_WAIT: Duration = Duration::from_millis(100);
+/// Events kept open at once; beyond, the oldest is completed.
+const MAX_OPEN: usize = 1024;
+
+pub struct Collector {
+    id: String,
+    report: PathBuf,
+    members: Members,
+    policy: Policy,
+    domains: HashSet<String>,
+    pending: std::collections::BTreeMap<u64, Event>,
+    seen: HashMap<(String, String, Option<String>), usize>,
+    denials: Vec<Denial>,
+    /// Refusals beyond [`MAX_DISTINCT`], only counted.
+    overflow: u64,
+    warned: usize,
+    dirty: bool,
+    written: Instant,
+}
+
+impl Collector {
+    pub fn new(id: &str, state_dir: &Path, init: i32, policy: Policy) -> Self {
+        Collector {
+            id: id.to_owned(),
+            report: state_dir.join(REPORT_FILE),
+            members: Members::of(init),
+            policy,
+            domains: HashSet::new(),
+            pending: Default::default(),
+            seen: HashMap::new(),
+            denials: Vec::new(),
+            overflow: 0,
+            warned: 0,
+            dirty: false,
+            written: Instant::now(),
+        }
+    }
+
+    /// Take one record from the socket.
+    pub fn feed(&mut self, record: &Record) {
+        if !matches!(
+            record.kind,
+            LANDLOCK_ACCESS | LANDLOCK_DOMAIN | SECCOMP | SYSCALL | EOE
+        ) {
+            return;
+        }
+        let Some(fields) = parse(record) else {
+            return;
+        };
+        let serial = fields.serial;
+        let end = fields.kind == EOE || fields.kind == SECCOMP;
+        self.pending
+            .entry(serial)
+            .or_insert_with(|| Event {
+                since: Instant::now(),
+                records: Vec::new(),
+            })
+            .records
+            .push(fields);
+        if end {
+            self.complete(serial);
+        }
+        while self.pending.len() > MAX_OPEN {
+            let oldest = *self.pending.keys().next().expect("not empty");
+            self.complete(oldest);
+        }
+    }
+
+    /// Complete every event open for longer than [`EVENT_WAIT`] (all of
+    /// them with `all`).
+    fn complete_stale(&mut self, all: bool) {
+        let stale: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, e)| all || e.since.elapsed() >= EVENT_WAIT)
+            .map(|(s, _)| *s)
+            .collect();
+        for serial in stale {
+            self.complete(serial);
+        }
+    }
+
+    /// An event is complete: attribute and decode it.
+    fn complete(&mut self, serial: u64) {
+        let Some(Event { records, .. }) = self.pending.remove(&serial) else {
+            return;
+        };
+        for d in records.iter().filter(|r| r.kind == LANDLOCK_DOMAIN) {
+            let creator = d.get("pid").and_then(|p| p.parse().ok());
+            if d.get("status") == Some("allocated")
+                && creator.is_some_and(|p| self.members.contains(p))
+            {
+                if let Some(dom) = d.get("domain") {
+                    self.domains.insert(dom.to_owned());
+                }
+            }
+        }
+        let syscall = records.iter().find(|r| r.kind == SYSCALL);
+        let mut found = Vec::new();
+        for r in &records {
+            match r.kind {
+                LANDLOCK_ACCESS if r.get("domain").is_some_and(|d| self.domains.contains(d)) => {
+                    found.extend(decode_landlock(r, syscall, &self.policy));
+                }
+                SECCOMP
+                    if r.get("pid")
+                        .and_then(|p| p.parse().ok())
+                        .is_some_and(|p| self.members.contains(p)) =>
+                {
+                    found.push(decode_seccomp(r));
+                }
+                _ => {}
+            }
+        }
+        for d in found {
+            self.add(d);
+        }
+    }
+
+    fn add(&mut self, d: Denial) {
+        self.dirty = true;
+        if let Some(&i) = self.seen.get(&d.key()) {
+            self.denials[i].count += 1;
+            return;
+        }
+        if self.denials.len() >= MAX_DISTINCT {
+            self.overflow += 1;
+            return;
+        }
+        self.warn(&d);
+        self.seen.insert(d.key(), self.denials.len());
+        self.denials.push(d);
+    }
+
+    fn warn(&mut self, d: &Denial) {
+        self.warned += 1;
+        let id = self.id.as_str();
+        if self.warned < MAX_WARNINGS {
+            tracing::warn!(
+                id,
+                kind = %d.kind,
+                target = %d.target,
+                pid = d.pid,
+                comm = d.comm.as_deref().unwrap_or("?"),
+                allow = d.allow.as_deref().unwrap_or("nothing may relax this rule"),
+                "refused: {} {} ({})",
+                d.kind,
+                d.target,
+                d.blocker
+            );
+        } else if self.warned == MAX_WARNINGS {
+            tracing::warn!(
+                id,
+                "further refusals are not logged one by one; they are in {}",
+                self.report.display()
+            );
+        }
+    }
+
+    /// Rewrite the report if it changed and the last write is old enough.
+    pub fn tick(&mut self) {
+        self.complete_stale(false);
+        if self.dirty && self.written.elapsed() >= WRITE_EVERY {
+            self.write();
+        }
+    }
+
+    /// Write the report now (0600, replaced whole so readers never see a
+    /// half-written one).
+    pub fn write(&mut self) {
+        self.dirty = false;
+        self.written = Instant::now();
+        let mut text = String::new();
+        for d in &self.denials {
+            text.push_str(&serde_json::to_string(d).expect("plain data serializes"));
+            text.push('\n');
+        }
+        let tmp = self.report.with_extension("jsonl.tmp");
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|()| fs::rename(&tmp, &self.report));
+        if let Err(e) = written {
+            // The state directory is gone: the container was deleted.
+            let _ = fs::remove_file(&tmp);
+            tracing::debug!(id = %self.id, error = %e, "denial report not written");
+        }
+    }
+
+    /// At exit: the last event, the final report, and the overflow count.
+    /// `lost_before`: the kernel's lost-record count at create; records lost
+    /// since (the audit backlog overflowed, a loop of denials) make the
+    /// counts lower bounds, which the log says.
+    pub fn finish(&mut self, lost_before: Option<u32>) {
+        self.complete_stale(true);
+        let lost_now = Socket::control().and_then(|c| c.status()).ok();
+        if let (Some(before), Some(now)) = (lost_before, lost_now) {
+            if now.lost > before && !self.denials.is_empty() {
+                tracing::warn!(
+                    id = %self.id,
+                    lost = now.lost - before,
+                    backlog_limit = now.backlog_limit,
+                    "the kernel dropped audit records while this container ran (node-wide count; audit backlog full): its refusal counts are lower bounds"
+                );
+            }
+        }
+        if self.overflow > 0 {
+            tracing::warn!(id = %self.id, dropped = self.overflow, "more than {MAX_DISTINCT} distinct refusals; the report holds the first {MAX_DISTINCT}");
+        }
+        if self.dirty {
+            self.write();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(kind: u16, text: &str) -> Record {
+        Record {
+            kind,
+            text: text.into(),
+        }
+    }
+
+    // Records captured on this host (6.18) from a Landlock-confined process
+    // and a seccomp-killed probe.
+    const READ: &str = r#"audit(1796125375.965:56): domain=175a628fe blockers=fs.read_file path="/etc/passwd" dev="vda" ino=737"#;
+    const DOMAIN: &str = r#"audit(1796125375.965:56): domain=175a628fe status=allocated mode=enforcing pid=14038 uid=0 exe="/tmp/denial-exp/ll" comm="ll""#;
+    const SYSCALL_READ: &str = r#"audit(1796125375.965:56): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=55f28227a01c a2=0 a3=0 items=0 ppid=13830 pid=14038 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="ll" exe="/tmp/denial-exp/ll" key=(null)"#;
+    const KILL: &str = r#"audit(1796124830.237:31): auid=4294967295 uid=0 gid=0 ses=4294967295 pid=12062 comm="probe" exe="/bin/probe" sig=31 arch=c000003e syscall=101 compat=0 ip=0x43b5f9 code=0x80000000"#;
+
+    #[test]
+    fn parses_quoted_bare_and_hex_values() {
+        let f = parse(&rec(1423, READ)).unwrap();
+        assert_eq!(f.serial, 56);
+        assert_eq!(f.get("path"), Some("/etc/passwd"));
+        assert_eq!(f.get("ino"), Some("737"));
+        let hex = parse(&rec(
+            1423,
+            "audit(1.2:3): domain=1 blockers=scope.abstract_unix_socket path=00666F6F",
+        ))
+        .unwrap();
+        assert_eq!(hex.get("path"), Some("@foo"));
+        let spaced = parse(&rec(1423, "audit(1.2:3): path=2F612062 ino=12")).unwrap();
+        assert_eq!(spaced.get("path"), Some("/a b"));
+        assert_eq!(spaced.get("ino"), Some("12"));
+    }
+
+    #[test]
+    fn decodes_a_landlock_read_with_its_process() {
+        let a = parse(&rec(1423, READ)).unwrap();
+        let s = parse(&rec(1300, SYSCALL_READ)).unwrap();
+        let d = decode_landlock(&a, Some(&s), &Policy::default()).unwrap();
+        assert_eq!(d.kind, "read");
+        assert_eq!(d.target, "/etc/passwd");
+        assert_eq!(d.pid, Some(14038));
+        assert_eq!(d.comm.as_deref(), Some("ll"));
+        assert_eq!(d.syscall.as_deref(), Some("openat"));
+        assert_eq!(
+            d.allow.as_deref(),
+            Some(r#"add "/etc/passwd" to [fs] read"#)
+        );
+        let hidden = Policy {
+            hidden: vec!["/etc".into()],
+        };
+        assert_eq!(decode_landlock(&a, Some(&s), &hidden).unwrap().allow, None);
+        // An execve refused both rights is one exec refusal.
+        let exec = parse(&rec(
+            1423,
+            r#"audit(1.2:3): domain=1 blockers=fs.execute,fs.read_file path="/data/x" dev="vda" ino=1"#,
+        ))
+        .unwrap();
+        let d = decode_landlock(&exec, None, &Policy::default()).unwrap();
+        assert_eq!(
+            (d.kind.as_str(), d.blocker.as_str()),
+            ("exec", "fs.execute")
+        );
+    }
+
+    #[test]
+    fn decodes_a_signal_scope_refusal() {
+        // Captured: kill(1, 0) from a signal-scoped domain on the host.
+        let f = parse(&rec(
+            1423,
+            r#"audit(1796125375.965:60): domain=175a628fe blockers=scope.signal opid=1 ocomm="process_api""#,
+        ))
+        .unwrap();
+        let d = decode_landlock(&f, None, &Policy::default()).unwrap();
+        assert_eq!(d.kind, "signal");
+        assert_eq!(d.target, "pid 1 (process_api)");
+        assert_eq!(
+            d.allow.as_deref(),
+            Some(r#"remove "signal" from [net] scope"#)
+        );
+    }
+
+    #[test]
+    fn decodes_a_seccomp_kill_of_a_default_deny_syscall() {
+        let d = decode_seccomp(&parse(&rec(1326, KILL)).unwrap());
+        assert_eq!(d.kind, "syscall");
+        assert_eq!(d.target, "ptrace");
+        assert_eq!(d.blocker, "seccomp.kill");
+        assert_eq!(
+            d.allow.as_deref(),
+            Some(r#"remove "ptrace" from the default deny with [syscalls] allow = ["ptrace"]"#)
+        );
+    }
+
+    #[test]
+    fn keeps_only_domains_its_init_created() {
+        let dir = std::env::temp_dir().join(format!("denials-unit-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        // Our "init" is this test process; the captured domain's creator
+        // (14038) is someone else's.
+        let me = std::process::id() as i32;
+        let mut c = Collector::new("t", &dir, me, Policy::default());
+        for (k, t) in [(1423, READ), (1424, DOMAIN), (1300, SYSCALL_READ)] {
+            c.feed(&rec(k, t));
+        }
+        c.feed(&rec(1320, "audit(1796125375.965:56): "));
+        assert!(c.denials.is_empty());
+        let ours = DOMAIN.replace("pid=14038", &format!("pid={me}"));
+        for (k, t) in [(1423, READ), (1424, ours.as_str()), (1300, SYSCALL_READ)] {
+            c.feed(&rec(k, &t.replace(":56)", ":57)")));
+        }
+        c.feed(&rec(1320, "audit(1796125375.965:57): "));
+        // Another event's records in between this one's.
+        c.feed(&rec(1423, &READ.replace(":56)", ":58)")));
+        c.feed(&rec(
+            1423,
+            &READ.replace(":56)", ":59)").replace("175a628fe", "99"),
+        ));
+        c.feed(&rec(1300, &SYSCALL_READ.replace(":56)", ":58)")));
+        c.finish(None);
+        assert_eq!(c.denials.len(), 1);
+        assert_eq!(c.denials[0].count, 2);
+        assert_eq!(c.denials[0].comm.as_deref(), Some("ll"));
+        let back = read_report(&dir.join(REPORT_FILE));
+        assert_eq!(back, c.denials);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
