@@ -79,11 +79,15 @@ impl Runtime {
                 return Err(e);
             }
         };
+        // Refusals are audited (seccomp's errno verdicts included) only when
+        // the supervisor will collect them.
+        let audited = confined(&bundle) && self.audit.collects();
+        let seccomp = bundle.seccomp.clone().map(|s| s.with_log(audited));
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)
                     .with_wasm(wasm)
-                    .with_seccomp(bundle.seccomp.clone())
+                    .with_seccomp(seccomp)
                     .with_held(held)
                     .with_notify(
                         notify

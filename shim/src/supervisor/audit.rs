@@ -41,6 +41,22 @@ impl std::str::FromStr for Mode {
     }
 }
 
+impl Mode {
+    /// Whether refusals will be audited for a container created now: the
+    /// seccomp filter then goes in with `SECCOMP_FILTER_FLAG_LOG` (errno
+    /// verdicts recorded too). Never when auditing is off and stays off: the
+    /// kernel would print each refusal to the kernel log for nobody.
+    pub fn collects(self) -> bool {
+        match self {
+            Mode::Off => false,
+            Mode::Enable => true,
+            Mode::IfEnabled => Socket::control()
+                .and_then(|c| c.status())
+                .is_ok_and(|s| s.enabled != 0),
+        }
+    }
+}
+
 pub const AUDIT_GET: u16 = 1000;
 pub const AUDIT_SET: u16 = 1001;
 /// A user-space record type (the 1100–1199 range) for drain marks.
