@@ -28,7 +28,7 @@ use args::Command;
 
 /// Run one subcommand; its exit status, or the failure to report.
 pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
-    let rt = || Runtime::new(global.root.clone(), global.systemd_cgroup);
+    let rt = || Runtime::new(global.state_root(), global.systemd_cgroup);
     match command {
         Command::Create(a) => create::run(&rt()?, a),
         Command::Start(a) => start::run(&rt()?, a),
@@ -54,14 +54,30 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
                 "checkpoint/restore is not supported by sandboy (no CRIU integration); stop and re-create the container instead",
             ))
         }
-        Command::Wrap(a) => crate::wrap::run(
-            &rt()?,
-            crate::wrap::WrapOptions {
-                policy: a.policy,
-                id: a.id,
-                command: a.command,
-            },
-        ),
+        Command::Wrap(a) => crate::wrap::run(rt, wrap_options(a)),
+    }
+}
+
+fn wrap_options(a: args::Wrap) -> crate::wrap::WrapOptions {
+    use crate::wrap::{InlineRules, Isolation, WrapOptions};
+    WrapOptions {
+        policy: a.policy,
+        inline: InlineRules {
+            ro: a.ro,
+            rw: a.rw,
+            exec: a.exec,
+            connect: a.connect,
+            bind: a.bind,
+            timeout: a.timeout,
+        },
+        id: a.id,
+        isolation: match a.isolation {
+            args::Isolation::Auto => Isolation::Auto,
+            args::Isolation::Landlock => Isolation::Landlock,
+            args::Isolation::Namespaces => Isolation::Namespaces,
+        },
+        clear_env: a.clear_env,
+        command: a.command,
     }
 }
 
