@@ -648,23 +648,22 @@ impl TestUser {
             .output()
             .expect("running useradd");
         assert!(o.status.success(), "useradd {name}: {}", text(&o.stderr));
-        let user = TestUser {
-            uid: 0,
-            gid: 0,
-            name,
-        };
         let id = |flag: &str| -> u32 {
             let o = Command::new("id")
-                .args([flag, &user.name])
+                .args([flag, name.as_str()])
                 .output()
                 .unwrap();
             text(&o.stdout).trim().parse().expect("id output")
         };
-        Some(TestUser {
-            uid: id("-u"),
-            gid: id("-g"),
-            ..user
-        })
+        // Removed on drop from here on, even if `id` fails.
+        let mut user = TestUser {
+            uid: u32::MAX,
+            gid: u32::MAX,
+            name: name.clone(),
+        };
+        user.uid = id("-u");
+        user.gid = id("-g");
+        Some(user)
     }
 
     /// `program` run as this user (`runuser -u NAME --`), with the test's

@@ -286,7 +286,7 @@ fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec) -> ! {
     }
     // Pid 1 of the new pid namespace.
     die_with_parent();
-    if let Err(e) = namespaces::build_root(policy) {
+    if let Err(e) = namespaces::build_root(policy, &exec.cwd) {
         fail(&e);
     }
     let confinement = match Confinement::prepare_with(spec, 0, None) {

@@ -157,7 +157,9 @@ fn mount_point(src: &Path, dst: &Path) -> Result<(), SetupError> {
 }
 
 /// In pid 1 of the new namespaces: build the root and pivot into it.
-pub fn build_root(policy: &Policy) -> Result<(), SetupError> {
+/// `cwd` (the caller's directory) stays reachable even under a private
+/// `/tmp`; what it may be used for is Landlock's to say.
+pub fn build_root(policy: &Policy, cwd: &Path) -> Result<(), SetupError> {
     ctx(
         mount(
             None::<&str>,
@@ -237,6 +239,10 @@ pub fn build_root(policy: &Policy) -> Result<(), SetupError> {
             .filter(|p| private(p) && !policy.write.contains(p))
             .map(|p| (p, false)),
     );
+    let cwd = cwd.display().to_string();
+    if private(&cwd) && !policy.write.contains(&cwd) {
+        binds.push((&cwd, false));
+    }
     // Parents before children, so a nested path is bound on top.
     binds.sort_by_key(|(p, _)| p.len());
     for (p, rw) in binds {
