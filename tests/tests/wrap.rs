@@ -166,3 +166,32 @@ fn wrap_rejects_bad_policy_with_location() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127() {
+    if !need_root("wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let strict = repo().join("policies/strict.toml");
+    // exec = ["/bin"] alone runs the dynamic sh: its loader and libraries
+    // under /usr/lib are granted.
+    let id = unique_id("wrapsh");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["sh", "-c", "true"]));
+    assert_exit(&o, 0);
+    assert_clean(&rt, &id);
+    let id = unique_id("wrap127");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["no-such-program-sbt"]));
+    assert_exit(&o, 127);
+    assert!(text(&o.stderr).contains("no-such-program-sbt"));
+    assert_clean(&rt, &id);
+    let id = unique_id("wrap126");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["/usr/sbin/nologin"]));
+    assert_exit(&o, 126);
+    assert!(
+        text(&o.stderr).contains("/usr/sbin/nologin: not executable under the policy"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_clean(&rt, &id);
+}

@@ -176,11 +176,7 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
         .and_then(|(_, v)| v.to_str().map(String::from));
     let name = &req.command[0];
     let Some(program) = process::find_program(name, path_var.as_deref(), &cwd) else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("sandboy: {name}: command not found (looked in PATH of the command's environment)\n")
-                .as_bytes(),
-        );
+        process::not_found(name);
         return Ok(127);
     };
     super::loader::grant(&mut policy, Some(&program));

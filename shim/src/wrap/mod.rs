@@ -67,7 +67,9 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<i3
         .unwrap_or_else(|| format!("wrap-{}", std::process::id()));
     if needs_runtime() {
         let mut policy = load_policy(&opts, NetNamespace::None)?;
-        behave_like_a_wrapper(&mut policy, &opts)?;
+        if !behave_like_a_wrapper(&mut policy, &opts)? {
+            return Ok(127);
+        }
         return container::run(&rt()?, policy, &id, opts.command);
     }
     let tier = direct::choose(opts.isolation)?;
@@ -113,8 +115,9 @@ fn load_policy(opts: &WrapOptions, inline_ns: NetNamespace) -> Result<Policy> {
 
 /// The container path runs the command like the unprivileged tiers do: in
 /// the caller's directory, with the caller's environment, and with the
-/// program's loader readable.
-fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<()> {
+/// program's loader readable. `false` (and a message) when the program
+/// does not exist: exit status 127, before any container is made.
+fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<bool> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
     let env = direct::environment(policy, opts.clear_env);
@@ -122,12 +125,15 @@ fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<()> 
         .iter()
         .find(|(k, _)| k == "PATH")
         .and_then(|(_, v)| v.to_str().map(String::from));
-    let program = process::find_program(&opts.command[0], path_var.as_deref(), &cwd);
-    loader::grant(policy, program.as_deref());
+    let Some(program) = process::find_program(&opts.command[0], path_var.as_deref(), &cwd) else {
+        process::not_found(&opts.command[0]);
+        return Ok(false);
+    };
+    loader::grant(policy, Some(&program));
     policy.env = env
         .into_iter()
         .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v.to_str()?)))
         .collect();
     policy.cwd = cwd.display().to_string();
-    Ok(())
+    Ok(true)
 }

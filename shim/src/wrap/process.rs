@@ -284,6 +284,14 @@ pub fn exec_failure(program: &Path, err: Errno, runnable: bool) -> (i32, String)
     }
 }
 
+/// The message for a program that is not there (exit status 127).
+pub fn not_found(name: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "sandboy: {name}: command not found (looked in the PATH of the command's environment)"
+    );
+}
+
 /// Look `name` up like `execvp`: as given when it has a '/', else in the
 /// `PATH` directories. `None` when nothing is found.
 pub fn find_program(name: &str, path: Option<&str>, cwd: &Path) -> Option<std::path::PathBuf> {
