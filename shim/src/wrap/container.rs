@@ -50,7 +50,7 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, command: Vec<String>) -> 
     let rootfs = work.join("rootfs");
     fs::create_dir_all(&rootfs)?;
     let result = (|| {
-        let spec = render::render(
+        let mut spec = render::render(
             &policy,
             &RenderOptions {
                 rootfs: Some(rootfs.clone()),
@@ -58,6 +58,7 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, command: Vec<String>) -> 
             },
         )
         .map_err(|e| Failure::config(e.to_string()))?;
+        private_daemon_dirs(&mut spec, &policy.write);
         let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
         fs::write(work.join("config.json"), json)?;
         bind_host_root(&rootfs)?;
@@ -72,6 +73,36 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, command: Vec<String>) -> 
     })();
     cleanup(rt, &id, &work, &rootfs);
     result
+}
+
+/// Host daemon sockets (containerd, podman, docker, systemd under `/run`)
+/// must not answer the step (issue #14): `/run`, `/var/run` and `/tmp` are
+/// the container's own tmpfs unless the policy lists them in `[fs] write`.
+/// They go before the first bind mount, so write paths below them are
+/// bound on top. A symlink (Debian's `/var/run -> /run`) is left alone: the
+/// mount would land on its target.
+fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String]) {
+    let mut mounts = spec.mounts().clone().unwrap_or_default();
+    let at = mounts
+        .iter()
+        .position(|m| m.typ().as_deref() == Some("bind"))
+        .unwrap_or(mounts.len());
+    let private = ["/run", "/var/run", "/tmp"]
+        .into_iter()
+        .filter(|d| !write.iter().any(|w| w == d || w == "/"))
+        .filter(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+        .map(|d| {
+            let mut m = oci_spec::runtime::Mount::default();
+            m.set_destination(PathBuf::from(d))
+                .set_typ(Some("tmpfs".into()))
+                .set_source(Some(PathBuf::from("tmpfs")))
+                .set_options(Some(
+                    ["nosuid", "nodev", "mode=1777"].map(String::from).to_vec(),
+                ));
+            m
+        });
+    mounts.splice(at..at, private);
+    spec.set_mounts(Some(mounts));
 }
 
 /// Private mount namespace for this process, host `/` bound recursively and
