@@ -231,7 +231,7 @@ fn wrap_as_root_hides_host_daemon_sockets_under_run() {
     let o = run(&host_sock);
     let _ = fs::remove_file(&host_sock);
     assert!(
-        text(&o.stdout).starts_with("refused"),
+        text(&o.stdout).starts_with("refused 2"),
         "daemon socket answered: {} {}",
         text(&o.stdout),
         text(&o.stderr)
