@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cli        flags, one module per subcommand, output and logging setup
-//!  └─> wrap        `sandboy wrap`: a temporary bundle around a host command
+//!  └─> wrap        `sandboy wrap`: a temporary bundle as root, else the landlock/namespaces tiers
 //!  └─> container   operations on libcontainer (create, run, exec, signal, delete)
 //!       ├─> init        what runs in the container's init: confinement, payload
 //!       ├─> supervisor  the per-container process (deadline, …), pidfd
@@ -47,14 +47,19 @@ fn main() {
     };
     // CVE-2019-5736: commands that put a process into a container run from a
     // copy of the binary the container cannot write back to.
-    if matches!(
-        command,
-        Command::Create(_) | Command::Run(_) | Command::Exec(_) | Command::Wrap(_)
-    ) {
+    // The unprivileged wrap keeps no state and execs the command itself:
+    // the runtime binary is never reachable from inside (Landlock's ptrace
+    // scope keeps /proc/<watchdog>/exe out of reach).
+    let container = match &command {
+        Command::Create(_) | Command::Run(_) | Command::Exec(_) => true,
+        Command::Wrap(_) => wrap::needs_runtime(),
+        _ => false,
+    };
+    if container {
         // These also attach a process to cgroups: start the kernel's wait
         // for that before the re-exec, so the two overlap.
         cgroups::prime::start();
-        if let Err(e) = host::sealed_exe::ensure(&cli.global.root.join(".exe-lower")) {
+        if let Err(e) = host::sealed_exe::ensure(&cli.global.state_root().join(".exe-lower")) {
             output::error_line(&format!(
                 "sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}"
             ));

@@ -621,3 +621,109 @@ pub fn add_capability(config: &mut serde_json::Value, cap: &str) {
             .push(cap.into());
     }
 }
+
+/// A real unprivileged host user for the tests that run as one, created
+/// with `useradd -m` under a unique name and removed on drop (`userdel -r`,
+/// after killing what still runs as it), even when the test fails.
+pub struct TestUser {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl TestUser {
+    /// Creates the user, or records a skip (not root, no useradd/runuser).
+    pub fn create(test: &str) -> Option<Self> {
+        if !need_root(test) || !need_tool(test, "useradd") || !need_tool(test, "runuser") {
+            return None;
+        }
+        // useradd names: at most 32 characters, lower case.
+        let name = format!(
+            "sbt{}x{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let o = Command::new("useradd")
+            .args(["-m", "-s", "/bin/sh", &name])
+            .output()
+            .expect("running useradd");
+        assert!(o.status.success(), "useradd {name}: {}", text(&o.stderr));
+        let id = |flag: &str| -> u32 {
+            let o = Command::new("id")
+                .args([flag, name.as_str()])
+                .output()
+                .unwrap();
+            text(&o.stdout).trim().parse().expect("id output")
+        };
+        // Removed on drop from here on, even if `id` fails.
+        let mut user = TestUser {
+            uid: u32::MAX,
+            gid: u32::MAX,
+            name: name.clone(),
+        };
+        user.uid = id("-u");
+        user.gid = id("-g");
+        Some(user)
+    }
+
+    /// `program` run as this user (`runuser -u NAME --`), with the test's
+    /// environment apart from what runuser sets (HOME, USER, LOGNAME, SHELL).
+    pub fn cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", &self.name, "--"]).arg(program);
+        c
+    }
+
+    /// Give `path` to this user (e.g. a write path of its policy).
+    pub fn chown(&self, path: &Path) {
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).unwrap();
+    }
+
+    /// A copy of `bin` in a fresh directory every user can read and run,
+    /// so the binary is reachable whatever the target directory's modes.
+    pub fn reachable_copy(&self, bin: &Path, dir: &TempDir) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let bindir = dir.path().join("bin");
+        fs::create_dir_all(&bindir).unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&bindir, fs::Permissions::from_mode(0o755)).unwrap();
+        let to = bindir.join(bin.file_name().unwrap());
+        fs::copy(bin, &to).unwrap();
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+        to
+    }
+
+    /// Pids of processes running as this user.
+    pub fn processes(&self) -> Vec<i32> {
+        use std::os::unix::fs::MetadataExt;
+        fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                (e.metadata().ok()?.uid() == self.uid).then_some(pid)
+            })
+            .collect()
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        // Only this test's user's processes: userdel refuses while they run.
+        for pid in self.processes() {
+            // SAFETY: kill with a pid we just read; no memory involved.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        for _ in 0..50 {
+            if self.processes().is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = Command::new("userdel")
+            .args(["-r", &self.name])
+            .stderr(Stdio::null())
+            .status();
+    }
+}

@@ -166,3 +166,76 @@ fn wrap_rejects_bad_policy_with_location() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127() {
+    if !need_root("wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let strict = repo().join("policies/strict.toml");
+    // exec = ["/bin"] alone runs the dynamic sh: its loader and libraries
+    // under /usr/lib are granted.
+    let id = unique_id("wrapsh");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["sh", "-c", "true"]));
+    assert_exit(&o, 0);
+    assert_clean(&rt, &id);
+    let id = unique_id("wrap127");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["no-such-program-sbt"]));
+    assert_exit(&o, 127);
+    assert!(text(&o.stderr).contains("no-such-program-sbt"));
+    assert_clean(&rt, &id);
+    let id = unique_id("wrap126");
+    let o = capture(&mut wrap(&rt, &strict, &id, &["/usr/sbin/nologin"]));
+    assert_exit(&o, 126);
+    assert!(
+        text(&o.stderr).contains("/usr/sbin/nologin: not executable under the policy"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_clean(&rt, &id);
+}
+
+#[test]
+fn wrap_as_root_hides_host_daemon_sockets_under_run() {
+    if !need_root("wrap_as_root_hides_host_daemon_sockets_under_run")
+        || !need_tool(
+            "wrap_as_root_hides_host_daemon_sockets_under_run",
+            "python3",
+        )
+    {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("wraprun");
+    let p = policy(dir.path(), "");
+    let rt = Runtime::sandboy();
+    // A root-only daemon socket on the host, and one in a write path.
+    let host_sock = std::path::PathBuf::from(format!("/run/{}.sock", unique_id("sbt-daemon")));
+    let _daemon = std::os::unix::net::UnixListener::bind(&host_sock).unwrap();
+    fs::set_permissions(&host_sock, fs::Permissions::from_mode(0o600)).unwrap();
+    let listed_sock = dir.path().join("out/listed.sock");
+    let _listed = std::os::unix::net::UnixListener::bind(&listed_sock).unwrap();
+    let connect = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1]); print('ok')\nexcept OSError as e:\n print('refused', e.errno)";
+    let run = |sock: &std::path::Path| {
+        let id = unique_id("wraprun");
+        let o = capture(&mut wrap(
+            &rt,
+            &p,
+            &id,
+            &["python3", "-c", connect, sock.to_str().unwrap()],
+        ));
+        assert_clean(&rt, &id);
+        o
+    };
+    let o = run(&host_sock);
+    let _ = fs::remove_file(&host_sock);
+    assert!(
+        text(&o.stdout).starts_with("refused 2"),
+        "daemon socket answered: {} {}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let o = run(&listed_sock);
+    assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
+}

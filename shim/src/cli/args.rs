@@ -19,9 +19,10 @@ pub struct Cli {
 
 #[derive(Args, Debug)]
 pub struct Global {
-    /// Root directory for container state.
-    #[arg(long, global = true, default_value = "/run/sandboy")]
-    pub root: PathBuf,
+    /// Root directory for container state (default: /run/sandboy for root,
+    /// $XDG_RUNTIME_DIR/sandboy, else /tmp/sandboy-<uid>, for other users).
+    #[arg(long, global = true)]
+    pub root: Option<PathBuf>,
     /// Log file (default: stderr).
     #[arg(long, global = true)]
     pub log: Option<PathBuf>,
@@ -59,10 +60,48 @@ pub struct Global {
     pub audit: Option<String>,
 }
 
+impl Global {
+    /// `--root`, or runc's default: `/run/sandboy` for root,
+    /// `$XDG_RUNTIME_DIR/sandboy` for other users (runc: `$XDG_RUNTIME_DIR/runc`
+    /// when it is set and the user is not root). runc falls back to `/run/runc`
+    /// (which an ordinary user cannot create); sandboy falls back to
+    /// `/tmp/sandboy-<uid>`, created 0700 and only used if it is this user's
+    /// own directory (not a symlink planted by someone else).
+    pub fn state_root(&self) -> PathBuf {
+        if let Some(root) = &self.root {
+            return root.clone();
+        }
+        let uid = nix::unistd::geteuid();
+        if uid.is_root() {
+            return PathBuf::from("/run/sandboy");
+        }
+        match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir).join("sandboy"),
+            None => {
+                use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+                let dir = PathBuf::from(format!("/tmp/sandboy-{uid}"));
+                let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+                match std::fs::symlink_metadata(&dir) {
+                    Ok(m) if m.is_dir() && m.uid() == uid.as_raw() => dir,
+                    // Someone else's: never use it; a path that fails to open.
+                    _ => PathBuf::from(format!("/tmp/sandboy-{uid}/not-yours")),
+                }
+            }
+        }
+    }
+}
+
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
     Text,
     Json,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    Auto,
+    Landlock,
+    Namespaces,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,15 +373,39 @@ pub struct Passthrough {
 
 #[derive(Args, Debug)]
 pub struct Wrap {
-    /// The owen.policy.toml to confine the command with.
+    /// The owen.policy.toml to confine the command with (inline rules add to it).
     #[arg(long)]
-    pub policy: PathBuf,
-    /// Container id (default: generated).
+    pub policy: Option<PathBuf>,
+    /// Container id / log label (default: generated).
     #[arg(long)]
     pub id: Option<String>,
     /// Write the denial report (JSON lines) here when the command exits.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Unprivileged isolation tier (auto: namespaces where user namespaces work, else landlock).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub isolation: Isolation,
+    /// Start the command with an empty environment (plus the policy's [process] env).
+    #[arg(long)]
+    pub clear_env: bool,
+    /// Allow reading PATH (file or directory; relative to the working directory).
+    #[arg(long = "ro", value_name = "PATH")]
+    pub ro: Vec<String>,
+    /// Allow reading and writing PATH.
+    #[arg(long = "rw", value_name = "PATH")]
+    pub rw: Vec<String>,
+    /// Allow reading and executing PATH.
+    #[arg(long = "exec", value_name = "PATH")]
+    pub exec: Vec<String>,
+    /// Allow TCP connect to PORT.
+    #[arg(long, value_name = "PORT")]
+    pub connect: Vec<u16>,
+    /// Allow TCP bind to PORT.
+    #[arg(long, value_name = "PORT")]
+    pub bind: Vec<u16>,
+    /// Wall-clock timeout, e.g. 30s; then the whole process tree is killed.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

@@ -29,7 +29,7 @@ use args::Command;
 /// Run one subcommand; its exit status, or the failure to report.
 pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
     let rt = || {
-        let mut rt = Runtime::new(global.root.clone(), global.systemd_cgroup)?;
+        let mut rt = Runtime::new(global.state_root(), global.systemd_cgroup)?;
         rt.audit = audit_mode(global)?;
         Ok::<_, Failure>(rt)
     };
@@ -60,18 +60,34 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
         }
         Command::Wrap(a) => {
             let report = a.report.clone();
-            let ran = crate::wrap::run(
-                &rt()?,
-                crate::wrap::WrapOptions {
-                    policy: a.policy,
-                    id: a.id,
-                    command: a.command,
-                    report: a.report,
-                },
-            )?;
+            let ran = crate::wrap::run(rt, wrap_options(a))?;
             run::summary(&ran, report.as_deref());
             Ok(ran.status)
         }
+    }
+}
+
+fn wrap_options(a: args::Wrap) -> crate::wrap::WrapOptions {
+    use crate::wrap::{InlineRules, Isolation, WrapOptions};
+    WrapOptions {
+        policy: a.policy,
+        inline: InlineRules {
+            ro: a.ro,
+            rw: a.rw,
+            exec: a.exec,
+            connect: a.connect,
+            bind: a.bind,
+            timeout: a.timeout,
+        },
+        id: a.id,
+        isolation: match a.isolation {
+            args::Isolation::Auto => Isolation::Auto,
+            args::Isolation::Landlock => Isolation::Landlock,
+            args::Isolation::Namespaces => Isolation::Namespaces,
+        },
+        clear_env: a.clear_env,
+        command: a.command,
+        report: a.report,
     }
 }
 

@@ -33,6 +33,16 @@ pub struct Ran {
     pub refusals: Vec<Denial>,
 }
 
+impl Ran {
+    /// A status with nothing refused (or nothing known of refusals).
+    pub fn status(status: i32) -> Ran {
+        Ran {
+            status,
+            refusals: Vec::new(),
+        }
+    }
+}
+
 /// Longest wait for the supervisor's last report after the init exited
 /// (it drains records for a moment, see `supervisor::DRAIN`).
 const REPORT_WAIT: Duration = Duration::from_secs(3);

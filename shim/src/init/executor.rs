@@ -186,7 +186,13 @@ impl Executor for SandboyExecutor {
         }
         match self.wasm.borrow_mut().take() {
             Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),
-            None => DefaultExecutor {}.exec(spec),
+            None => {
+                let result = DefaultExecutor {}.exec(spec);
+                if let Err(e) = &result {
+                    refused_exec(spec, e);
+                }
+                result
+            }
         }
     }
 }
@@ -238,6 +244,27 @@ impl SandboyExecutor {
         let _ = std::io::stdout().flush();
         code
     }
+}
+
+/// An execve refused by the policy (Landlock answers EACCES) exits 126 with
+/// a message naming the program and the policy key, as a shell would;
+/// libcontainer reports the errno only in its error text.
+fn refused_exec(spec: &Spec, e: &ExecutorError) {
+    // The Display text is generic; the errno is in the Debug form.
+    let text = format!("{e} {e:?}");
+    if !(text.contains("EACCES") || text.contains("EPERM")) {
+        return;
+    }
+    let program = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.args().as_ref()?.first().cloned())
+        .unwrap_or_default();
+    let _ = writeln!(
+        std::io::stderr(),
+        "sandboy: {program}: not executable under the policy; add it (or its directory) to [fs] exec"
+    );
+    std::process::exit(126);
 }
 
 /// `process.args[0]` when the annotations select OCI-wasm mode for it.

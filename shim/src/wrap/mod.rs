@@ -1,180 +1,151 @@
-//! `sandboy wrap --policy P.toml -- CMD…`: confine one command on the host's
-//! own filesystem. The host `/` becomes a read-only rootfs (bound in a
-//! private mount namespace of this process, so the host mount table never
-//! changes), the policy's write paths are bound read-write from the host so
-//! a gate step's changes persist, and the container is removed afterwards
-//! whatever happened to the command. The exit status is the command's.
+//! `sandboy wrap [--policy P.toml] [inline rules] -- CMD…`: confine one
+//! command on the host's own filesystem, and behave like a wrapper: the
+//! command runs in the caller's working directory with the caller's
+//! environment (plus the policy's `[process] env`; `--clear-env` starts
+//! empty), and its exit status is wrap's (126 when the policy refuses the
+//! program, 127 when it does not exist).
+//!
+//! * As root: a temporary container (`container`).
+//! * As any other user: the landlock or the namespaces tier (`direct`),
+//!   without a state root.
+//!
+//! The policy comes from `--policy`, from inline flags (`inline`), or both;
+//! the wrapped program's loader and libraries are added (`loader`).
 
-use std::ffi::CString;
-use std::fs;
-use std::path::{Path, PathBuf};
+mod container;
+mod direct;
+mod inline;
+mod loader;
+mod namespaces;
+mod process;
 
-use nix::mount::{mount, umount2, MntFlags, MsFlags};
-use nix::sched::{unshare, CloneFlags};
-use sandboy_spec_gen::policy::{BindMount, Policy};
-use sandboy_spec_gen::render::{self, RenderOptions};
+use std::path::PathBuf;
 
-use crate::container::{validate_id, CreateOptions, Ran, RunMode, Runtime};
+use sandboy_spec_gen::policy::{NetNamespace, Policy};
+
+use crate::container::{Ran, Runtime};
 use crate::error::{Failure, Result};
 
+pub use inline::InlineRules;
+
+/// `--isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Isolation {
+    #[default]
+    Auto,
+    Landlock,
+    Namespaces,
+}
+
 /// What `sandboy wrap` is asked to do.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct WrapOptions {
     /// The owen.policy.toml to confine the command with.
-    pub policy: PathBuf,
-    /// Container id (default: generated).
+    pub policy: Option<PathBuf>,
+    /// Rules from the command line, added to the policy.
+    pub inline: InlineRules,
+    /// Container id / label in logs (default: generated).
     pub id: Option<String>,
+    pub isolation: Isolation,
+    /// Start from an empty environment instead of the caller's.
+    pub clear_env: bool,
     /// The command and its arguments.
     pub command: Vec<String>,
     /// Where to write the denial report (`--report`).
     pub report: Option<PathBuf>,
 }
 
-pub fn run(rt: &Runtime, args: WrapOptions) -> Result<Ran> {
-    let mut policy = Policy::load(&args.policy).map_err(|e| Failure::config(e.to_string()))?;
-    let id = args
+/// Whether wrap runs as a container (root) or unprivileged.
+pub fn needs_runtime() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Run the command; its exit status and refusals. `rt` is only called as
+/// root (the
+/// unprivileged tiers keep no state).
+pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ran> {
+    let id = opts
         .id
+        .clone()
         .unwrap_or_else(|| format!("wrap-{}", std::process::id()));
-    validate_id(&id)?;
-    if rt.exists(&id) {
-        return Err(Failure::runtime(format!("container with id exists: {id}")));
-    }
-    // /dev, /proc and /sys are the container's own (devices are created by
-    // the runtime); everything else writable comes from the host.
-    let own = |w: &str| {
-        ["/dev", "/proc", "/sys"]
-            .iter()
-            .any(|d| w == *d || w.starts_with(&format!("{d}/")))
-    };
-    for w in policy.write.iter().filter(|w| *w != "/" && !own(w)) {
-        if !Path::new(w).exists() {
-            return Err(Failure::config(format!(
-                "{}: write path {w} does not exist on this host; create it or remove it from [fs] write",
-                args.policy.display()
-            )));
+    if needs_runtime() {
+        let mut policy = load_policy(&opts, NetNamespace::None)?;
+        if !behave_like_a_wrapper(&mut policy, &opts)? {
+            return Ok(Ran::status(127));
         }
-        policy.mounts.push(BindMount {
-            source: PathBuf::from(w),
-            destination: w.clone(),
-            options: vec!["rbind".into(), "rw".into()],
-        });
+        return container::run(&rt()?, policy, &id, opts.command, opts.report);
     }
-    policy.args = args.command;
-
-    let work = rt.root.join(".wrap").join(&id);
-    let rootfs = work.join("rootfs");
-    fs::create_dir_all(&rootfs)?;
-    let result = (|| {
-        let spec = render::render(
-            &policy,
-            &RenderOptions {
-                rootfs: Some(rootfs.clone()),
-                base: None,
-            },
-        )
-        .map_err(|e| Failure::config(e.to_string()))?;
-        let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
-        fs::write(work.join("config.json"), json)?;
-        bind_host_root(&rootfs)?;
-        rt.run(
-            &id,
-            &CreateOptions {
-                bundle: work.clone(),
-                ..CreateOptions::default()
-            },
-            RunMode {
-                report: args.report.clone(),
-                ..RunMode::default()
-            },
-        )
-    })();
-    cleanup(rt, &id, &work, &rootfs);
-    result
-}
-
-/// Private mount namespace for this process, host `/` bound recursively and
-/// read-only at `rootfs`. The container's mount namespace is cloned from it.
-fn bind_host_root(rootfs: &Path) -> Result<()> {
-    let err = |what: &str, e: nix::Error| Failure::runtime(format!("wrap: {what}: {e}"));
-    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err("unshare(CLONE_NEWNS)", e))?;
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
+    let tier = direct::choose(opts.isolation)?;
+    // Inline rules alone take the network the tier gives; a policy file
+    // says what it needs and is checked against the tier.
+    let ns = match tier {
+        direct::Tier::Landlock => NetNamespace::Host,
+        direct::Tier::Namespaces => NetNamespace::None,
+    };
+    let policy = load_policy(&opts, ns)?;
+    // Unprivileged tiers read no audit records: refusals show as the
+    // command's own errors and wrap's 126/127.
+    direct::run(
+        policy,
+        direct::Request {
+            id: &id,
+            command: &opts.command,
+            clear_env: opts.clear_env,
+            tier,
+        },
     )
-    .map_err(|e| err("making / private", e))?;
-    mount(
-        Some("/"),
-        rootfs,
-        None::<&str>,
-        MsFlags::MS_BIND | MsFlags::MS_REC,
-        None::<&str>,
-    )
-    .map_err(|e| err("binding / at the rootfs", e))?;
-    set_recursive_readonly(rootfs)
+    .map(Ran::status)
 }
 
-/// `mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`: every submount of the
-/// host tree read-only at once, not just the top one.
-fn set_recursive_readonly(path: &Path) -> Result<()> {
-    #[repr(C)]
-    struct MountAttr {
-        attr_set: u64,
-        attr_clr: u64,
-        propagation: u64,
-        userns_fd: u64,
-    }
-    const MOUNT_ATTR_RDONLY: u64 = 0x1;
-    const AT_RECURSIVE: libc::c_uint = 0x8000;
-    let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| Failure::runtime("wrap: rootfs path contains NUL"))?;
-    let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
+/// The policy from `--policy` and/or the inline rules.
+fn load_policy(opts: &WrapOptions, inline_ns: NetNamespace) -> Result<Policy> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
+    let flags = (!opts.inline.is_empty())
+        .then(|| opts.inline.policy(&cwd, inline_ns))
+        .transpose()?;
+    let mut policy = match (&opts.policy, flags) {
+        (Some(file), flags) => {
+            let mut policy = Policy::load(file).map_err(|e| Failure::config(e.to_string()))?;
+            if let Some(flags) = flags {
+                inline::merge(&mut policy, flags);
+            }
+            policy
+        }
+        (None, Some(flags)) => flags,
+        (None, None) => {
+            return Err(Failure::usage(
+                "wrap needs --policy FILE or inline rules (--ro, --rw, --exec, --connect, --bind, --timeout)",
+            ))
+        }
     };
-    // SAFETY: a valid NUL-terminated path and a properly sized mount_attr
-    // that outlives the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc != 0 {
-        return Err(Failure::runtime(format!(
-            "wrap: mount_setattr(read-only) on {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
+    // `write = ["."]`, `read = ["~/.cargo"]`: this checkout, this user.
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    policy.resolve_relative(&cwd, &home);
+    Ok(policy)
 }
 
-/// Remove the container and the temporary bundle. The rootfs is unmounted
-/// first and then removed with `remove_dir` (never recursively): it holds
-/// the host's own tree while mounted.
-fn cleanup(rt: &Runtime, id: &str, work: &Path, rootfs: &Path) {
-    if rt.exists(id) {
-        if let Ok(mut c) = rt.load(id) {
-            let _ = rt.destroy(&mut c, true);
-        }
-    }
-    rt.remove_leftovers(id);
-    let _ = umount2(rootfs, MntFlags::MNT_DETACH);
-    if let Err(e) = fs::remove_dir(rootfs) {
-        if rootfs.exists() {
-            tracing::warn!(path = %rootfs.display(), error = %e, "wrap: could not remove the temporary rootfs");
-            return;
-        }
-    }
-    let _ = fs::remove_file(work.join("config.json"));
-    let _ = fs::remove_dir(work);
+/// The container path runs the command like the unprivileged tiers do: in
+/// the caller's directory, with the caller's environment, and with the
+/// program's loader readable. `false` (and a message) when the program
+/// does not exist: exit status 127, before any container is made.
+fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<bool> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
+    let env = direct::environment(policy, opts.clear_env);
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .and_then(|(_, v)| v.to_str().map(String::from));
+    let Some(program) = process::find_program(&opts.command[0], path_var.as_deref(), &cwd) else {
+        process::not_found(&opts.command[0]);
+        return Ok(false);
+    };
+    loader::grant(policy, Some(&program));
+    policy.env = env
+        .into_iter()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v.to_str()?)))
+        .collect();
+    policy.cwd = cwd.display().to_string();
+    Ok(true)
 }

@@ -1,0 +1,202 @@
+//! `sandboy wrap` as root: confine one command on the host's own
+//! filesystem as a container. The host `/` becomes a read-only rootfs (bound in a
+//! private mount namespace of this process, so the host mount table never
+//! changes), the policy's write paths are bound read-write from the host so
+//! a gate step's changes persist, and the container is removed afterwards
+//! whatever happened to the command. The exit status is the command's.
+
+use std::ffi::CString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::{unshare, CloneFlags};
+use sandboy_spec_gen::policy::{BindMount, Policy};
+use sandboy_spec_gen::render::{self, RenderOptions};
+
+use crate::container::{validate_id, CreateOptions, Ran, RunMode, Runtime};
+use crate::error::{Failure, Result};
+
+/// Run `command` under `policy` as a container on the host's root.
+pub fn run(
+    rt: &Runtime,
+    mut policy: Policy,
+    id: &str,
+    command: Vec<String>,
+    report: Option<std::path::PathBuf>,
+) -> Result<Ran> {
+    let id = id.to_string();
+    validate_id(&id)?;
+    if rt.exists(&id) {
+        return Err(Failure::runtime(format!("container with id exists: {id}")));
+    }
+    // /dev, /proc and /sys are the container's own (devices are created by
+    // the runtime); everything else writable comes from the host.
+    let own = |w: &str| {
+        ["/dev", "/proc", "/sys"]
+            .iter()
+            .any(|d| w == *d || w.starts_with(&format!("{d}/")))
+    };
+    for w in policy.write.iter().filter(|w| *w != "/" && !own(w)) {
+        if !Path::new(w).exists() {
+            return Err(Failure::config(format!(
+                "{}: write path {w} does not exist on this host; create it or remove it from [fs] write",
+                policy.file
+            )));
+        }
+        policy.mounts.push(BindMount {
+            source: PathBuf::from(w),
+            destination: w.clone(),
+            options: vec!["rbind".into(), "rw".into()],
+        });
+    }
+    policy.args = command;
+
+    let work = rt.root.join(".wrap").join(&id);
+    let rootfs = work.join("rootfs");
+    fs::create_dir_all(&rootfs)?;
+    let result = (|| {
+        let mut spec = render::render(
+            &policy,
+            &RenderOptions {
+                rootfs: Some(rootfs.clone()),
+                base: None,
+            },
+        )
+        .map_err(|e| Failure::config(e.to_string()))?;
+        private_daemon_dirs(&mut spec, &policy.write);
+        let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
+        fs::write(work.join("config.json"), json)?;
+        bind_host_root(&rootfs)?;
+        rt.run(
+            &id,
+            &CreateOptions {
+                bundle: work.clone(),
+                ..CreateOptions::default()
+            },
+            RunMode {
+                report,
+                ..RunMode::default()
+            },
+        )
+    })();
+    cleanup(rt, &id, &work, &rootfs);
+    result
+}
+
+/// Host daemon sockets (containerd, podman, docker, systemd under `/run`)
+/// must not answer the step (issue #14): `/run`, `/var/run` and `/tmp` are
+/// the container's own tmpfs unless the policy lists them in `[fs] write`.
+/// They go before the first bind mount, so write paths below them are
+/// bound on top. A symlink (Debian's `/var/run -> /run`) is left alone: the
+/// mount would land on its target.
+fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String]) {
+    let mut mounts = spec.mounts().clone().unwrap_or_default();
+    let at = mounts
+        .iter()
+        .position(|m| m.typ().as_deref() == Some("bind"))
+        .unwrap_or(mounts.len());
+    let private = ["/run", "/var/run", "/tmp"]
+        .into_iter()
+        .filter(|d| !write.iter().any(|w| w == d || w == "/"))
+        .filter(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+        .map(|d| {
+            let mut m = oci_spec::runtime::Mount::default();
+            m.set_destination(PathBuf::from(d))
+                .set_typ(Some("tmpfs".into()))
+                .set_source(Some(PathBuf::from("tmpfs")))
+                .set_options(Some(
+                    ["nosuid", "nodev", "mode=1777"].map(String::from).to_vec(),
+                ));
+            m
+        });
+    mounts.splice(at..at, private);
+    spec.set_mounts(Some(mounts));
+}
+
+/// Private mount namespace for this process, host `/` bound recursively and
+/// read-only at `rootfs`. The container's mount namespace is cloned from it.
+fn bind_host_root(rootfs: &Path) -> Result<()> {
+    let err = |what: &str, e: nix::Error| Failure::runtime(format!("wrap: {what}: {e}"));
+    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err("unshare(CLONE_NEWNS)", e))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| err("making / private", e))?;
+    mount(
+        Some("/"),
+        rootfs,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(|e| err("binding / at the rootfs", e))?;
+    set_recursive_readonly(rootfs)
+}
+
+/// `mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`: every submount of the
+/// host tree read-only at once, not just the top one.
+pub(super) fn set_recursive_readonly(path: &Path) -> Result<()> {
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Failure::runtime("wrap: rootfs path contains NUL"))?;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid NUL-terminated path and a properly sized mount_attr
+    // that outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc != 0 {
+        return Err(Failure::runtime(format!(
+            "wrap: mount_setattr(read-only) on {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// Remove the container and the temporary bundle. The rootfs is unmounted
+/// first and then removed with `remove_dir` (never recursively): it holds
+/// the host's own tree while mounted.
+fn cleanup(rt: &Runtime, id: &str, work: &Path, rootfs: &Path) {
+    if rt.exists(id) {
+        if let Ok(mut c) = rt.load(id) {
+            let _ = rt.destroy(&mut c, true);
+        }
+    }
+    rt.remove_leftovers(id);
+    let _ = umount2(rootfs, MntFlags::MNT_DETACH);
+    if let Err(e) = fs::remove_dir(rootfs) {
+        if rootfs.exists() {
+            tracing::warn!(path = %rootfs.display(), error = %e, "wrap: could not remove the temporary rootfs");
+            return;
+        }
+    }
+    let _ = fs::remove_file(work.join("config.json"));
+    let _ = fs::remove_dir(work);
+}

@@ -1,0 +1,304 @@
+//! `sandboy wrap` for ordinary users: no state root, no container, no
+//! daemon. Two tiers (`--isolation`):
+//!
+//! * **landlock** — any user on any kernel with Landlock: the runtime forks
+//!   the command's process, which sets rlimits and no_new_privs, applies
+//!   Landlock (fs rights, TCP ports, scopes) and the policy's seccomp
+//!   profile (both inherited by every child), sweeps fds and `execve`s.
+//! * **namespaces** — where unprivileged user namespaces work: the same,
+//!   inside new user (caller's ids mapped to themselves), mount, pid, ipc,
+//!   uts and (for `[net] namespace = "none"`) net namespaces, with host `/`
+//!   read-only as the root (see [`super::namespaces`]).
+//!
+//! `auto` picks namespaces when a user namespace can be made, else landlock.
+//!
+//! The sandboy process itself stays outside as the watchdog: child
+//! subreaper, it waits for the command, kills the whole tree at the
+//! `timeout` deadline (exit 137, a `warn` event) and when the command exits,
+//! and returns the command's status.
+//!
+//! Limits without a cgroup are rlimits: `nofile` → RLIMIT_NOFILE, `memory`
+//! → RLIMIT_AS (address space, larger than resident memory: a cap, not an
+//! accounting), `pids` → RLIMIT_NPROC, which the kernel counts over *all*
+//! processes of the real uid (per user namespace), so a user who already
+//! runs many processes gets fewer inside; `cpus` has no rlimit equivalent
+//! and is not applied (a warn).
+//!
+//! Under `[landlock] mode = "enforce"`, what a tier cannot give (a private
+//! network namespace in the landlock tier, a Landlock right above the
+//! kernel's ABI) refuses the run; under `best-effort` one warn per
+//! downgrade.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::time::Instant;
+
+use nix::unistd::{fork, ForkResult};
+use oci_spec::runtime::{LinuxBuilder, Spec};
+use sandboy_confine::{ConfineError, Confinement};
+use sandboy_spec_gen::annotations::LandlockMode;
+use sandboy_spec_gen::policy::{NetNamespace, Policy, DEFAULT_PATH};
+use sandboy_spec_gen::render;
+
+use super::process::{self, Exec, Outcome, Rlimits};
+use super::{namespaces, Isolation};
+use crate::error::{Failure, Result};
+
+/// The tier actually used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Landlock,
+    Namespaces,
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Tier::Landlock => "landlock",
+            Tier::Namespaces => "namespaces",
+        })
+    }
+}
+
+/// The tier for `--isolation`.
+pub fn choose(isolation: Isolation) -> Result<Tier> {
+    let userns = || namespaces::available();
+    let tier = match isolation {
+        Isolation::Landlock => Tier::Landlock,
+        Isolation::Namespaces if userns() => Tier::Namespaces,
+        Isolation::Namespaces => {
+            return Err(Failure::runtime(
+                "--isolation namespaces: unprivileged user namespaces are not available here \
+                 (unshare(CLONE_NEWUSER) was refused); use --isolation landlock or auto",
+            ))
+        }
+        Isolation::Auto if userns() => Tier::Namespaces,
+        Isolation::Auto => Tier::Landlock,
+    };
+    tracing::debug!(%tier, requested = ?isolation, "wrap: isolation tier");
+    Ok(tier)
+}
+
+/// Refuse (enforce) or warn (best-effort) about what `tier` cannot give.
+fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
+    let mut missing = Vec::new();
+    if tier == Tier::Landlock && policy.net_namespace == NetNamespace::None {
+        missing.push((
+            "a private network namespace ([net] namespace = \"none\") needs user namespaces",
+            "use --isolation namespaces where user namespaces work, or set [net] namespace = \"host\" (TCP stays limited by [net] connect/bind)",
+        ));
+    }
+    let enforce = policy.landlock_mode == LandlockMode::Enforce;
+    for (what, fix) in &missing {
+        if enforce {
+            return Err(Failure::config(format!(
+                "{}: the {tier} tier cannot give what the policy asks: {what}; {fix}",
+                policy.file
+            )));
+        }
+        tracing::warn!(%id, %tier, "wrap: not enforced in this tier: {what}");
+    }
+    if policy.cpus.is_some() {
+        tracing::warn!(%id, %tier, "wrap: [limits] cpus is not applied without a cgroup");
+    }
+    Ok(())
+}
+
+/// What the unprivileged run needs from the caller.
+pub struct Request<'a> {
+    pub id: &'a str,
+    pub command: &'a [String],
+    pub clear_env: bool,
+    pub tier: Tier,
+}
+
+/// The environment: the caller's (unless `clear_env`) with the policy's
+/// `[process] env` added. The policy's `PATH` default does not replace the
+/// caller's `PATH`; a `PATH` the policy sets does.
+pub(super) fn environment(policy: &Policy, clear_env: bool) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = if clear_env {
+        Vec::new()
+    } else {
+        std::env::vars_os().collect()
+    };
+    for e in &policy.env {
+        let Some((k, v)) = e.split_once('=') else {
+            continue;
+        };
+        let has = env.iter().position(|(ek, _)| ek == k);
+        if e == DEFAULT_PATH && has.is_some() {
+            continue;
+        }
+        match has {
+            Some(i) => env[i].1 = v.into(),
+            None => env.push((k.into(), v.into())),
+        }
+    }
+    env
+}
+
+fn cstring(b: &[u8]) -> Result<CString> {
+    CString::new(b).map_err(|_| Failure::usage("arguments and environment may not contain NUL"))
+}
+
+/// The spec fragment `sandboy_confine` prepares from: the Landlock
+/// annotation and the rendered seccomp profile.
+fn confinement_spec(policy: &Policy) -> Result<Spec> {
+    let mut spec = Spec::default();
+    spec.set_annotations(Some(render::annotations(policy).into_iter().collect()));
+    let linux = LinuxBuilder::default()
+        .seccomp(render::seccomp(policy))
+        .build()
+        .map_err(|e| Failure::runtime(format!("wrap: seccomp profile: {e}")))?;
+    spec.set_linux(Some(linux));
+    Ok(spec)
+}
+
+fn confine_failure(e: ConfineError) -> Failure {
+    let msg = format!("confinement: {e}");
+    match e {
+        ConfineError::Annotation { .. }
+        | ConfineError::SeccompConfig { .. }
+        | ConfineError::LandlockUnsupported { .. } => Failure::config(msg),
+        _ => Failure::runtime(msg),
+    }
+}
+
+/// Run the command confined in `req.tier`; its exit status.
+pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
+    check_tier(&policy, req.tier, req.id)?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
+    let env = environment(&policy, req.clear_env);
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .and_then(|(_, v)| v.to_str().map(String::from));
+    let name = &req.command[0];
+    let Some(program) = process::find_program(name, path_var.as_deref(), &cwd) else {
+        process::not_found(name);
+        return Ok(127);
+    };
+    super::loader::grant(&mut policy, Some(&program));
+
+    let spec = confinement_spec(&policy)?;
+    // Landlock and seccomp may only be installed under no_new_privs; the
+    // watchdog never execs, so setting it here costs nothing.
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| Failure::runtime(format!("prctl(PR_SET_NO_NEW_PRIVS): {e}")))?;
+    // Prepared here (after the tier check) so every refusal is reported
+    // before anything runs; the namespaces tier prepares again inside, where
+    // its own /proc, /dev and /tmp are the rule paths.
+    let confinement = Confinement::prepare_with(&spec, 0, None).map_err(confine_failure)?;
+    let exec = Exec {
+        program,
+        argv: req
+            .command
+            .iter()
+            .map(|a| cstring(a.as_bytes()))
+            .collect::<Result<_>>()?,
+        env: env
+            .into_iter()
+            .map(|(k, v)| {
+                let mut kv = k.into_vec();
+                kv.push(b'=');
+                kv.extend(v.as_bytes());
+                cstring(&kv)
+            })
+            .collect::<Result<_>>()?,
+        cwd,
+        rlimits: Rlimits {
+            nofile: policy.nofile,
+            nproc: policy.pids.map(|p| p.max(1) as u64),
+            address_space: policy.memory.map(|m| m.0),
+        },
+    };
+    let deadline = policy.timeout.map(|t| Instant::now() + t.0);
+
+    process::block_signals().map_err(|e| Failure::runtime(format!("blocking signals: {e}")))?;
+    nix::sys::prctl::set_child_subreaper(true)
+        .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))?;
+    // SAFETY: sandboy is single-threaded here (no runtime, no threads were
+    // started for wrap); the child only runs setup code and execs or exits.
+    let child = match unsafe { fork() } {
+        Ok(ForkResult::Parent { child }) => child,
+        Ok(ForkResult::Child) => {
+            die_with_parent();
+            match req.tier {
+                Tier::Landlock => process::confine_and_exec(&exec, confinement),
+                Tier::Namespaces => {
+                    drop(confinement);
+                    namespaced(&policy, &spec, &exec)
+                }
+            }
+        }
+        Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
+    };
+    match process::supervise(child, deadline, true) {
+        Outcome::Exited(code) => Ok(code),
+        Outcome::TimedOut => {
+            tracing::warn!(
+                id = %req.id,
+                timeout = ?policy.timeout.map(|t| t.0),
+                "timeout: the wrapped command ran past its deadline; killed its whole process tree"
+            );
+            Ok(137)
+        }
+    }
+}
+
+/// SIGKILL when the parent dies, so a killed watchdog takes the sandbox
+/// with it.
+fn die_with_parent() {
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+}
+
+/// The namespaces tier from the first child on: namespaces, then pid 1
+/// (builds the root, reaps), then the command. Never returns.
+fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec) -> ! {
+    let fail = |e: &dyn std::fmt::Display| -> ! {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("sandboy: error: {e}\n").as_bytes(),
+        );
+        // SAFETY: _exit is always sound.
+        unsafe { libc::_exit(1) }
+    };
+    let exit = |code: i32| -> ! {
+        // SAFETY: _exit is always sound.
+        unsafe { libc::_exit(code) }
+    };
+    if let Err(e) = namespaces::enter(policy.net_namespace) {
+        fail(&e);
+    }
+    // SAFETY: single-threaded child; see `run`.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { child }) => match process::supervise(child, None, false) {
+            Outcome::Exited(code) => exit(code),
+            Outcome::TimedOut => exit(137),
+        },
+        Ok(ForkResult::Child) => {}
+        Err(e) => fail(&format!("fork: {e}")),
+    }
+    // Pid 1 of the new pid namespace.
+    die_with_parent();
+    if let Err(e) = namespaces::build_root(policy, &exec.cwd) {
+        fail(&e);
+    }
+    let confinement = match Confinement::prepare_with(spec, 0, None) {
+        Ok(c) => c,
+        Err(e) => fail(&format!("confinement: {e}")),
+    };
+    // SAFETY: single-threaded child; see `run`.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { child }) => {
+            drop(confinement);
+            match process::supervise(child, None, false) {
+                Outcome::Exited(code) => exit(code),
+                Outcome::TimedOut => exit(137),
+            }
+        }
+        Ok(ForkResult::Child) => process::confine_and_exec(exec, confinement),
+        Err(e) => fail(&format!("fork: {e}")),
+    }
+}

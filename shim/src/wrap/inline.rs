@@ -1,0 +1,168 @@
+//! Inline rules (`--ro`, `--rw`, `--exec`, `--connect`, `--bind`,
+//! `--timeout`), landrun-style: one-off confinement without a policy file.
+//!
+//! The flags are written out as policy TOML and validated by
+//! `Policy::parse` like any file, so there is one validation path and one
+//! model. With `--policy` too, the file is validated on its own (its errors
+//! keep their file:line:column) and the flags' rules are added to it.
+//!
+//! Relative flag paths resolve against the working directory here.
+// TODO(relative paths): once `Policy::resolve_relative(cwd, home)` lands in
+// spec-gen, emit the flags' paths as given and call it instead of
+// `absolute` below; `name` and `[process]` can then be dropped from the
+// generated text too.
+
+use std::path::Path;
+
+use sandboy_spec_gen::policy::{NetNamespace, Policy};
+
+use crate::error::{Failure, Result};
+
+/// The inline rules from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct InlineRules {
+    pub ro: Vec<String>,
+    pub rw: Vec<String>,
+    pub exec: Vec<String>,
+    pub connect: Vec<u16>,
+    pub bind: Vec<u16>,
+    pub timeout: Option<String>,
+}
+
+impl InlineRules {
+    pub fn is_empty(&self) -> bool {
+        self.ro.is_empty()
+            && self.rw.is_empty()
+            && self.exec.is_empty()
+            && self.connect.is_empty()
+            && self.bind.is_empty()
+            && self.timeout.is_none()
+    }
+
+    /// The rules as policy TOML. `namespace` is the network namespace the
+    /// chosen tier gives (flags do not ask for one themselves).
+    pub fn to_toml(&self, cwd: &Path, namespace: NetNamespace) -> String {
+        let list = |paths: &[String]| {
+            paths
+                .iter()
+                .map(|p| quote(&absolute(cwd, p)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let ports = |ports: &[u16]| {
+            ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let namespace = match namespace {
+            NetNamespace::None => "none",
+            NetNamespace::Host => "host",
+        };
+        let mut t = format!(
+            "version = 1\nname = \"inline\"\n[fs]\nread = [{}]\nwrite = [{}]\nexec = [{}]\n\
+             [net]\nnamespace = \"{namespace}\"\nconnect = [{}]\nbind = [{}]\n\
+             [process]\nargs = [\"true\"]\n",
+            list(&self.ro),
+            list(&self.rw),
+            list(&self.exec),
+            ports(&self.connect),
+            ports(&self.bind),
+        );
+        if let Some(d) = &self.timeout {
+            t.push_str(&format!("[limits]\ntimeout = {}\n", quote(d)));
+        }
+        t
+    }
+
+    /// The rules as a validated policy (errors are located in "--flags").
+    pub fn policy(&self, cwd: &Path, namespace: NetNamespace) -> Result<Policy> {
+        Policy::parse(&self.to_toml(cwd, namespace), "<command-line flags>", cwd)
+            .map_err(|e| Failure::config(e.to_string()))
+    }
+}
+
+/// Adds the rules of `extra` (from flags) to `base` (from a file): lists
+/// are extended, a timeout from the flags replaces the file's.
+pub fn merge(base: &mut Policy, extra: Policy) {
+    fn extend<T: PartialEq>(to: &mut Vec<T>, from: Vec<T>) {
+        for x in from {
+            if !to.contains(&x) {
+                to.push(x);
+            }
+        }
+    }
+    extend(&mut base.read, extra.read);
+    extend(&mut base.write, extra.write);
+    extend(&mut base.exec, extra.exec);
+    extend(&mut base.connect, extra.connect);
+    extend(&mut base.bind, extra.bind);
+    if extra.timeout.is_some() {
+        base.timeout = extra.timeout;
+    }
+}
+
+/// A TOML basic string (JSON's escapes are all valid TOML ones).
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// `p` made absolute against `cwd`, lexically (`.` and `..` folded).
+pub fn absolute(cwd: &Path, p: &str) -> String {
+    let joined = cwd.join(p);
+    let mut out = std::path::PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(n) => out.push(n),
+            _ => {}
+        }
+    }
+    out.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_become_a_valid_policy() {
+        let r = InlineRules {
+            ro: vec!["/etc".into(), "src".into()],
+            rw: vec!["./out".into()],
+            exec: vec!["/usr/bin".into()],
+            connect: vec![443],
+            bind: vec![],
+            timeout: Some("30s".into()),
+        };
+        let p = r
+            .policy(Path::new("/work/repo"), NetNamespace::Host)
+            .unwrap();
+        assert_eq!(p.read, ["/etc", "/work/repo/src"]);
+        assert_eq!(p.write, ["/work/repo/out"]);
+        assert_eq!(p.connect, [443]);
+        assert!(p.timeout.is_some());
+        assert_eq!(p.net_namespace, NetNamespace::Host);
+    }
+
+    #[test]
+    fn bad_flag_values_are_config_errors() {
+        let r = InlineRules {
+            timeout: Some("30".into()),
+            ..Default::default()
+        };
+        let e = r.policy(Path::new("/"), NetNamespace::Host).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message.contains("command-line flags"), "{}", e.message);
+    }
+
+    #[test]
+    fn absolute_folds_dots() {
+        assert_eq!(absolute(Path::new("/a/b"), "../c/./d"), "/a/c/d");
+        assert_eq!(absolute(Path::new("/a"), "/x"), "/x");
+        assert_eq!(absolute(Path::new("/a"), "."), "/a");
+    }
+}

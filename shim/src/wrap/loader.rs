@@ -1,0 +1,153 @@
+//! The dynamic loader and libraries of the wrapped program.
+//!
+//! A dynamically linked program needs its ELF interpreter (`PT_INTERP`,
+//! e.g. `/lib64/ld-linux-x86-64.so.2`) to be *executable* — the kernel opens
+//! it like the program itself — and its libraries and `/etc/ld.so.cache` to
+//! be *readable*: Landlock does not govern `mmap(PROT_EXEC)`, so a library
+//! needs only the read right. On Debian `/bin` and `/lib64` are symlinks
+//! into `/usr`, so `exec = ["/usr/bin"]` alone could not run `sh`.
+//!
+//! Choice: resolve rather than add a blanket `[fs] system = true`. For the
+//! program being executed (following one `#!` line to its interpreter) the
+//! interpreter named in its `PT_INTERP` is granted read+exec (only that
+//! file); when it is dynamic, or when anything is in `[fs] exec` (its
+//! children may be dynamic), the standard library directories (`/lib`,
+//! `/lib64`, `/usr/lib`, `/usr/lib64`, `/usr/local/lib`, those that exist)
+//! and `/etc/ld.so.cache` are granted *read* only — never exec, so nothing
+//! under `/usr/lib` becomes runnable — and the architecture's standard
+//! loader read+exec. Static programs outside any `exec` entry get nothing.
+//! The loader being executable lets a step run `ld.so FILE` on a readable
+//! file; that residual is the same for any policy that runs dynamic
+//! programs (issue #14 point 4 closes it with noexec write paths).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use sandboy_spec_gen::policy::Policy;
+
+const LIB_DIRS: &[&str] = &["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"];
+const LD_CACHE: &str = "/etc/ld.so.cache";
+#[cfg(target_arch = "x86_64")]
+const ARCH_LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+#[cfg(target_arch = "aarch64")]
+const ARCH_LOADER: &str = "/lib/ld-linux-aarch64.so.1";
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const ARCH_LOADER: &str = "/lib/ld-linux.so.2";
+const PT_INTERP: u32 = 3;
+
+/// Adds what `program` (a host path; `None` if not found) needs to load to
+/// the policy's `read` and `exec` lists.
+pub fn grant(policy: &mut Policy, program: Option<&Path>) {
+    let mut interps: Vec<PathBuf> = program.map(interpreters).unwrap_or_default();
+    let dynamic = !interps.is_empty();
+    if !dynamic && policy.exec.is_empty() {
+        return;
+    }
+    if Path::new(ARCH_LOADER).exists() {
+        interps.push(ARCH_LOADER.into());
+    }
+    let add = |list: &mut Vec<String>, p: &Path| {
+        let Ok(real) = std::fs::canonicalize(p) else {
+            return;
+        };
+        let s = real.display().to_string();
+        if !list.contains(&s) {
+            tracing::debug!(path = %s, "wrap: granting the loader's needs");
+            list.push(s);
+        }
+    };
+    for i in &interps {
+        add(&mut policy.exec, i);
+    }
+    for d in LIB_DIRS.iter().chain(&[LD_CACHE]) {
+        add(&mut policy.read, Path::new(d));
+    }
+}
+
+/// The `PT_INTERP` of `program`, and of its `#!` interpreter if it is a
+/// script (one level, as the kernel's binfmt_script).
+fn interpreters(program: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    match shebang(program) {
+        Some(interp) => {
+            out.extend(elf_interp(&interp));
+            out.push(interp);
+        }
+        None => out.extend(elf_interp(program)),
+    }
+    out
+}
+
+fn shebang(path: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?.trim();
+    let interp = text.split_whitespace().next()?;
+    Some(PathBuf::from(interp))
+}
+
+/// The interpreter path in an ELF file's `PT_INTERP` program header
+/// (little-endian ELF32/ELF64); `None` for static or non-ELF files.
+pub fn elf_interp(path: &Path) -> Option<PathBuf> {
+    let mut f = File::open(path).ok()?;
+    let mut h = [0u8; 64];
+    f.read_exact(&mut h).ok()?;
+    if &h[..4] != b"\x7fELF" || h[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as u64;
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let elf64 = h[4] == 2;
+    let (phoff, phentsize, phnum) = if elf64 {
+        (u64_at(&h, 0x20), u16_at(&h, 0x36), u16_at(&h, 0x38))
+    } else {
+        (u32_at(&h, 0x1c), u16_at(&h, 0x2a), u16_at(&h, 0x2c))
+    };
+    if !(32..=64).contains(&phentsize) || phnum > 256 {
+        return None;
+    }
+    let mut ph = vec![0u8; (phentsize * phnum) as usize];
+    f.seek(SeekFrom::Start(phoff)).ok()?;
+    f.read_exact(&mut ph).ok()?;
+    let (offset, size) = ph
+        .chunks(phentsize as usize)
+        .find(|p| u32_at(p, 0) == PT_INTERP as u64)
+        .map(|p| {
+            if elf64 {
+                (u64_at(p, 8), u64_at(p, 0x20))
+            } else {
+                (u32_at(p, 4), u32_at(p, 0x10))
+            }
+        })?;
+    if size == 0 || size > 4096 {
+        return None;
+    }
+    let mut name = vec![0u8; size as usize];
+    f.seek(SeekFrom::Start(offset)).ok()?;
+    f.read_exact(&mut name).ok()?;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let s = std::str::from_utf8(&name[..end]).ok()?;
+    Some(PathBuf::from(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_interpreter_of_a_dynamic_program() {
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let interp = elf_interp(&sh).expect("/bin/sh is dynamic on Debian");
+        assert!(interp.to_str().unwrap().contains("ld-linux"), "{interp:?}");
+    }
+
+    #[test]
+    fn static_or_non_elf_files_have_none() {
+        assert_eq!(elf_interp(Path::new("/etc/passwd")), None);
+        assert_eq!(elf_interp(Path::new("/nonexistent")), None);
+    }
+}

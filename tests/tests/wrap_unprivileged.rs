@@ -1,0 +1,518 @@
+//! `sandboy wrap` as an ordinary user: a real host user made for the test
+//! runs wrap in the landlock tier (forced, as where user namespaces are
+//! off), the namespaces tier, and auto. Each refusal is paired with the
+//! allowed counterpart.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use sandboy_tests::*;
+
+const TIERS: &[&str] = &["landlock", "namespaces"];
+
+struct Env {
+    user: TestUser,
+    dir: TempDir,
+    sandboy: PathBuf,
+    probe: PathBuf,
+}
+
+impl Env {
+    fn new(test: &str) -> Option<Env> {
+        let probe_bin = target_dir().join("probes/probe");
+        if !probe_bin.is_file() {
+            skip(test, "the probe is not built (make probes)");
+            return None;
+        }
+        let sandboy_bin = need_sandboy(test)?;
+        let user = TestUser::create(test)?;
+        let dir = TempDir::new("wrapu");
+        let probe = user.reachable_copy(&probe_bin, &dir);
+        let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+        for d in ["out", "ro", "cwd"] {
+            fs::create_dir_all(dir.path().join(d)).unwrap();
+            user.chown(&dir.path().join(d));
+        }
+        fs::write(dir.path().join("ro/file"), "r").unwrap();
+        fs::write(dir.path().join("secret"), "s").unwrap();
+        fs::set_permissions(dir.path().join("secret"), fs::Permissions::from_mode(0o644)).unwrap();
+        Some(Env {
+            user,
+            dir,
+            sandboy,
+            probe,
+        })
+    }
+
+    fn p(&self, rel: &str) -> String {
+        self.dir.path().join(rel).display().to_string()
+    }
+
+    /// A policy file with `extra` appended (tables after [fs]).
+    fn policy(&self, name: &str, namespace: &str, extra: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.toml"));
+        fs::write(
+            &path,
+            format!(
+                r#"version = 1
+name = "{name}"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/etc", "/proc", "{ro}"]
+exec = ["/usr/bin", "{bin}"]
+write = ["{out}", "/dev/null"]
+[net]
+namespace = "{namespace}"
+connect = [{connect}]
+bind = [{bind}]
+[process]
+args = ["true"]
+{extra}
+"#,
+                ro = self.p("ro"),
+                bin = self.p("bin"),
+                out = self.p("out"),
+                connect = CONNECT_OK,
+                bind = BIND_OK,
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        path
+    }
+
+    fn wrap(&self, tier: &str, policy: &Path, cmd: &[&str]) -> Command {
+        let mut c = self.user.cmd(&self.sandboy);
+        c.args(["wrap", "--isolation", tier, "--policy"])
+            .arg(policy)
+            .arg("--")
+            .args(cmd)
+            .current_dir(self.dir.path().join("cwd"));
+        c
+    }
+
+    fn probe(&self, tier: &str, policy: &Path, args: &[&str]) -> Output {
+        let mut cmd = vec![self.probe.to_str().unwrap()];
+        cmd.extend(args);
+        output_timeout(
+            &mut self.wrap(tier, policy, &cmd),
+            std::time::Duration::from_secs(60),
+        )
+    }
+}
+
+const CONNECT_OK: u16 = 34511;
+const BIND_OK: u16 = 34512;
+
+fn ns_of(tier: &str) -> &'static str {
+    if tier == "landlock" {
+        "host"
+    } else {
+        "none"
+    }
+}
+
+fn assert_probe(o: &Output, want_ok: bool, what: &str) {
+    let out = text(&o.stdout);
+    if want_ok {
+        assert!(
+            o.status.code() == Some(0) && (out.starts_with("ok") || out.is_empty()),
+            "{what}: expected allowed, got {:?} {out} {}",
+            o.status,
+            text(&o.stderr)
+        );
+    } else {
+        assert!(
+            o.status.code() != Some(0) && out.contains("errno="),
+            "{what}: expected refused, got {:?} {out} {}",
+            o.status,
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn both_tiers_refuse_and_allow_what_a_container_does() {
+    let Some(env) = Env::new("both_tiers_refuse_and_allow_what_a_container_does") else {
+        return;
+    };
+    // Servers on 127.0.0.1 for the host-network (landlock) tier.
+    let _ok = std::net::TcpListener::bind(("127.0.0.1", CONNECT_OK)).ok();
+    let _other = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let other_port = _other.local_addr().unwrap().port().to_string();
+    for tier in TIERS {
+        let pol = env.policy(&format!("p-{tier}"), ns_of(tier), "");
+        let cases: Vec<(Vec<String>, bool, &str)> = vec![
+            (
+                vec!["write".into(), env.p("secret")],
+                false,
+                "write outside",
+            ),
+            (
+                vec!["create".into(), env.p(&format!("out/new-{tier}"))],
+                true,
+                "create inside",
+            ),
+            (
+                vec!["create".into(), env.p("ro/new")],
+                false,
+                "create in read-only",
+            ),
+            (vec!["read".into(), env.p("ro/file")], true, "read inside"),
+            (vec!["read".into(), env.p("secret")], false, "read outside"),
+            (
+                vec!["exec".into(), "/usr/bin/true".into()],
+                true,
+                "exec inside",
+            ),
+            (
+                vec!["exec".into(), "/usr/sbin/nologin".into()],
+                false,
+                "exec outside",
+            ),
+            (
+                vec!["connect".into(), CONNECT_OK.to_string()],
+                true,
+                "connect listed",
+            ),
+            (
+                vec!["connect".into(), other_port.clone()],
+                false,
+                "connect unlisted",
+            ),
+            (
+                vec!["bind".into(), BIND_OK.to_string()],
+                true,
+                "bind listed",
+            ),
+            (vec!["bind".into(), "34519".into()], false, "bind unlisted"),
+            (
+                vec!["syscall".into(), "keyctl".into()],
+                false,
+                "default-deny syscall",
+            ),
+        ];
+        for (args, ok, what) in cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = env.probe(tier, &pol, &args);
+            assert_probe(&o, ok, &format!("{tier}: {what}"));
+        }
+        // The allowed counterpart of the default-deny syscall.
+        let allow = env.policy(
+            &format!("allow-{tier}"),
+            ns_of(tier),
+            "[syscalls]\nallow = [\"keyctl\"]",
+        );
+        let o = env.probe(tier, &allow, &["syscall", "keyctl"]);
+        assert!(
+            !text(&o.stdout).contains("EPERM"),
+            "{tier}: keyctl allowed: {}",
+            text(&o.stdout)
+        );
+    }
+    assert!(env.dir.path().join("out/new-landlock").exists());
+    assert!(!env.dir.path().join("ro/new").exists());
+}
+
+#[test]
+fn leaked_fds_and_scopes_are_closed_in_both_tiers() {
+    let Some(env) = Env::new("leaked_fds_and_scopes_are_closed_in_both_tiers") else {
+        return;
+    };
+    use std::os::unix::process::CommandExt;
+    let leak = fs::File::open("/etc/hostname").unwrap();
+    let leak_fd = std::os::fd::AsRawFd::as_raw_fd(&leak);
+    let with_leak = |c: &mut Command| {
+        // SAFETY: dup2 in the child before exec; async-signal-safe.
+        unsafe {
+            c.pre_exec(move || {
+                if libc::dup2(leak_fd, 9) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    };
+    // Without wrap the leaked fd reaches the probe (the test is real) ...
+    let mut plain = env.user.cmd(&env.probe);
+    plain.arg("fds");
+    with_leak(&mut plain);
+    let o = capture(&mut plain);
+    assert!(
+        text(&o.stdout).contains("9 "),
+        "leak not set up: {}",
+        text(&o.stdout)
+    );
+    // An abstract socket outside the sandbox.
+    let name = unique_id("sbt-abstract");
+    let _sock = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    for tier in TIERS {
+        // ... and not through wrap.
+        let pol = env.policy(&format!("fd-{tier}"), ns_of(tier), "");
+        let mut c = env.wrap(tier, &pol, &[env.probe.to_str().unwrap(), "fds"]);
+        with_leak(&mut c);
+        let o = capture(&mut c);
+        assert_eq!(
+            text(&o.stdout).trim(),
+            "0 1 2",
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+
+        let o = env.probe(tier, &pol, &["abstract-connect", &name]);
+        assert_probe(
+            &o,
+            false,
+            &format!("{tier}: abstract socket outside, scoped"),
+        );
+    }
+    // Allowed counterpart: no scope, host network (landlock tier).
+    let open = env.policy("noscope", "host", "");
+    let text_policy = fs::read_to_string(&open)
+        .unwrap()
+        .replace("bind = [", "scope = []\nbind = [");
+    fs::write(&open, text_policy).unwrap();
+    let o = env.probe("landlock", &open, &["abstract-connect", &name]);
+    assert_probe(&o, true, "abstract socket without scope");
+
+    // Signal scope: a process of the same user outside the sandbox.
+    let mut sleeper = env.user.cmd("sleep").arg("60").spawn().unwrap();
+    let pid = (0..100)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            env.user.processes().into_iter().find(|p| {
+                fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+            })
+        })
+        .expect("sleeper");
+    let scoped = env.policy("sig", "host", "");
+    let o = env.probe("landlock", &scoped, &["kill", &pid.to_string(), "0"]);
+    assert_probe(&o, false, "signal outside, scoped");
+    let o = env.probe("landlock", &open, &["kill", &pid.to_string(), "0"]);
+    assert_probe(&o, true, "signal without scope");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
+#[test]
+fn timeout_kills_the_whole_tree_and_pids_stop_a_fork_bomb() {
+    let Some(env) = Env::new("timeout_kills_the_whole_tree_and_pids_stop_a_fork_bomb") else {
+        return;
+    };
+    for tier in TIERS.iter().chain(&["auto"]) {
+        let pol = env.policy(
+            &format!("t-{tier}"),
+            ns_of(if *tier == "auto" { "namespaces" } else { tier }),
+            "[limits]\ntimeout = \"2s\"",
+        );
+        // A grandchild that double-forks away from its parent, then sleeps.
+        let o = output_timeout(
+            &mut env.wrap(
+                tier,
+                &pol,
+                &["sh", "-c", "(sh -c 'sleep 300' &) ; sleep 300"],
+            ),
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(o.status.code(), Some(137), "{tier}: {}", text(&o.stderr));
+        let left: Vec<i32> = env.user.processes();
+        assert!(left.is_empty(), "{tier}: processes left: {left:?}");
+
+        let pol = env.policy(
+            &format!("f-{tier}"),
+            ns_of(if *tier == "auto" { "namespaces" } else { tier }),
+            "[limits]\npids = 40",
+        );
+        let o = env.probe(tier, &pol, &["forkbomb"]);
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("errno=EAGAIN"),
+            "{tier}: {out} {}",
+            text(&o.stderr)
+        );
+        let forks: u32 = out
+            .split("forks=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        assert!(forks < 40, "{tier}: {forks} forks");
+        assert!(
+            env.user.processes().is_empty(),
+            "{tier}: fork bomb left processes"
+        );
+    }
+}
+
+#[test]
+fn a_wrapper_keeps_status_stdio_cwd_and_environment() {
+    let Some(env) = Env::new("a_wrapper_keeps_status_stdio_cwd_and_environment") else {
+        return;
+    };
+    for tier in TIERS.iter().chain(&["auto"]) {
+        let pol = env.policy(
+            &format!("w-{tier}"),
+            ns_of(if *tier == "auto" { "namespaces" } else { tier }),
+            "",
+        );
+        let script = "read l; echo got:$l; pwd; echo foo=$FOO; echo err >&2; exit 7";
+        let mut child = env
+            .wrap(tier, &pol, &["sh", "-c", script])
+            .env("FOO", "bar")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(7), "{tier}: {}", text(&o.stderr));
+        assert_eq!(
+            text(&o.stdout),
+            format!("got:hello\n{}\nfoo=bar\n", env.p("cwd")),
+            "{tier}"
+        );
+        assert_eq!(text(&o.stderr), "err\n", "{tier}");
+
+        // --clear-env: only the policy's environment.
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args(["wrap", "--clear-env", "--isolation", tier, "--policy"])
+            .arg(&pol)
+            .args(["--", "sh", "-c", "echo foo=$FOO home=$HOME"])
+            .env("FOO", "bar")
+            .current_dir(env.dir.path().join("cwd"));
+        let o = capture(&mut c);
+        assert_eq!(
+            text(&o.stdout),
+            "foo= home=\n",
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+
+        // A signal's status: 128+N.
+        let o = capture(&mut env.wrap(tier, &pol, &["sh", "-c", "kill -9 $$"]));
+        assert_eq!(o.status.code(), Some(137), "{tier}: {}", text(&o.stderr));
+    }
+}
+
+#[test]
+fn refused_and_missing_programs_exit_126_and_127() {
+    let Some(env) = Env::new("refused_and_missing_programs_exit_126_and_127") else {
+        return;
+    };
+    for tier in TIERS {
+        let pol = env.policy(&format!("x-{tier}"), ns_of(tier), "");
+        let o = capture(&mut env.wrap(tier, &pol, &["/usr/sbin/nologin"]));
+        assert_exit(&o, 126);
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("/usr/sbin/nologin") && e.contains("[fs] exec"),
+            "{tier}: {e}"
+        );
+        let o = capture(&mut env.wrap(tier, &pol, &["no-such-program-sbt"]));
+        assert_exit(&o, 127);
+        assert!(text(&o.stderr).contains("no-such-program-sbt"), "{tier}");
+        // exec = ["/usr/bin"] alone runs the dynamic sh (loader under /usr/lib).
+        let o = capture(&mut env.wrap(tier, &pol, &["sh", "-c", "true"]));
+        assert_exit(&o, 0);
+    }
+}
+
+#[test]
+fn inline_flags_confine_without_a_policy_file() {
+    let Some(env) = Env::new("inline_flags_confine_without_a_policy_file") else {
+        return;
+    };
+    for tier in TIERS {
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args([
+            "wrap",
+            "--isolation",
+            tier,
+            "--ro",
+            "/etc",
+            "--exec",
+            "/usr/bin",
+        ])
+        .args(["--rw", "../out", "--timeout", "30s", "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "echo in > ../out/inline; echo no > {} || echo refused",
+                env.p("ro/x")
+            ),
+        ])
+        .current_dir(env.dir.path().join("cwd"));
+        let o = capture(&mut c);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "refused\n", "{tier}: {}", text(&o.stderr));
+        assert!(env.dir.path().join("out/inline").exists());
+        assert!(!env.dir.path().join("ro/x").exists());
+    }
+    // Bad flag values are policy errors.
+    let o = capture(
+        env.user
+            .cmd(&env.sandboy)
+            .args(["wrap", "--timeout", "30", "--", "true"]),
+    );
+    assert_exit(&o, 2);
+}
+
+#[test]
+fn a_private_network_under_the_landlock_tier_is_refused_under_enforce() {
+    let Some(env) = Env::new("a_private_network_under_the_landlock_tier_is_refused_under_enforce")
+    else {
+        return;
+    };
+    let pol = env.policy("netnone", "none", "");
+    let o = capture(&mut env.wrap("landlock", &pol, &["sh", "-c", "echo ran"]));
+    assert_exit(&o, 2);
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("landlock tier") && e.contains("namespace") && e.lines().count() == 1,
+        "{e}"
+    );
+    assert_eq!(text(&o.stdout), "", "the command ran");
+    assert!(env.user.processes().is_empty());
+    // Nothing left behind: no state root was created.
+    assert!(!Path::new(&format!("/tmp/sandboy-{}", env.user.uid)).exists());
+    // best-effort: runs with a warning.
+    let text_policy = fs::read_to_string(&pol)
+        .unwrap()
+        .replace("\"enforce\"", "\"best-effort\"");
+    fs::write(&pol, text_policy).unwrap();
+    let o = capture(&mut env.wrap("landlock", &pol, &["sh", "-c", "echo ran"]));
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "ran\n");
+    assert!(
+        text(&o.stderr).contains("level=warning"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn the_readme_strict_one_liner_works_as_an_ordinary_user() {
+    let Some(env) = Env::new("the_readme_strict_one_liner_works_as_an_ordinary_user") else {
+        return;
+    };
+    let strict = env.dir.path().join("strict.toml");
+    fs::copy(repo().join("policies/strict.toml"), &strict).unwrap();
+    fs::set_permissions(&strict, fs::Permissions::from_mode(0o644)).unwrap();
+    let mut c = env.user.cmd(&env.sandboy);
+    c.args(["wrap", "--policy"])
+        .arg(&strict)
+        .args(["--", "sh", "-c", "echo strict-ok"]);
+    let o = capture(&mut c);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "strict-ok\n");
+}
