@@ -59,7 +59,7 @@ pub fn run(rt: &Runtime, args: WrapOptions) -> Result<i32> {
     }
     policy.args = args.command;
 
-    let work = rt.root.join(".wrap").join(&id);
+    let work = rt.root.join(crate::container::WRAP_DIR).join(&id);
     let rootfs = work.join("rootfs");
     fs::create_dir_all(&rootfs)?;
     let result = (|| {
