@@ -82,7 +82,15 @@ impl Debris {
 
 /// Forcefully remove what a failed trial left, so later tests start clean.
 fn scrub(id: &str) {
-    for pid in pids_mentioning(id) {
+    // The payload's processes do not name the id: found via the cgroups.
+    let mut pids = pids_mentioning(id);
+    for cg in cgroups_named(id) {
+        let _ = fs::write(cg.join("freezer.state"), "THAWED");
+        let procs = fs::read_to_string(cg.join("cgroup.procs")).unwrap_or_default();
+        pids.extend(procs.lines().filter_map(|l| l.parse::<i32>().ok()));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    for pid in pids {
         // SAFETY: kill(2) with a pid read from /proc; no memory involved.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
@@ -139,7 +147,8 @@ fn check_after(rt: &Runtime, id: &str) -> Vec<String> {
     }
     let state = rt.run(&["state", id]);
     let err = text(&state.stderr);
-    if !state.status.success() && !(err.contains("does not exist") || err.contains("is corrupt")) {
+    let clear = err.contains("does not exist") || err.contains("is corrupt");
+    if !state.status.success() && !clear {
         problems.push(format!("state: unclear failure: {err}"));
     }
     let del = rt.run(&["delete", "--force", id]);
@@ -186,6 +195,8 @@ fn kill_trials(name: &str, before: Before, args: &[&str]) {
             failures.push(format!("trial {i}: left {d:?}"));
             scrub(&id);
             let _ = rt.run(&["delete", "--force", &id]);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            remove_cgroup_tree(&format!("sandboy/{id}"));
         }
         total.add(d);
     }

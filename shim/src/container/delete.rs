@@ -99,7 +99,7 @@ impl Runtime {
     /// recorded in youki_config.json, else the shadow bundle's, else
     /// sandboy's default `/sandboy/<id>`), killed, and everything removed.
     fn recover(&self, id: &str) -> Result<()> {
-        let path = YoukiConfig::load(&self.dir(id))
+        let path = YoukiConfig::load(self.dir(id))
             .ok()
             .map(|c| c.cgroup_path)
             .or_else(|| self.shadow_cgroups_path(id))
