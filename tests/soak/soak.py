@@ -19,10 +19,14 @@ def busybox(dir, *args):
 
 
 def sandboy(root, *args, check=True):
-    r = subprocess.run([BIN, "--root", root, *args], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if check and r.returncode != 0:
-        sys.exit(f"sandboy {' '.join(args)}: exit {r.returncode}: {r.stderr.decode()}")
+    # stderr through a file, not a pipe: a detached container inherits it
+    # and would hold a pipe open forever.
+    with tempfile.TemporaryFile() as err:
+        r = subprocess.run([BIN, "--root", root, *args], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=err)
+        if check and r.returncode != 0:
+            err.seek(0)
+            sys.exit(f"sandboy {' '.join(args)}: exit {r.returncode}: {err.read().decode()}")
     return r.returncode
 
 
