@@ -9,7 +9,7 @@ APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-co
                 golang-github-opencontainers-specs-dev
 PROBE := $(CARGO_TARGET_DIR)/probes/probe
 
-.PHONY: all deps build components probes test demo bench install clean lint fuzz
+.PHONY: all deps build components probes test demo bench install clean lint fuzz soak
 
 all: build
 
@@ -60,6 +60,12 @@ BENCH_PROFILE ?= release
 bench: deps components probes
 	cargo build --workspace --bins $(if $(filter release,$(BENCH_PROFILE)),--release,)
 	BENCH_PROFILE=$(BENCH_PROFILE) bash bench/bench.sh
+
+# 5,000 run/delete cycles and 2,000 execs into one container (SOAK_RUNS,
+# SOAK_EXECS for a shorter run): peak RSS, host fds, mounts, cgroups, zombies
+# and the state root's size at the start and the end. Nothing timed in `test`.
+soak: build
+	SANDBOY=$(CARGO_TARGET_DIR)/debug/sandboy python3 tests/soak/soak.py
 
 install: deps
 	cargo build --release -p sandboy -p sandboy-spec-gen

@@ -63,6 +63,86 @@ pub fn remove_empty(cgroup_path: &Path) -> Result<(), NotHandled> {
     Ok(())
 }
 
+/// For a container whose state is lost (a cut state.json, a create killed
+/// half-way): thaw its cgroups in every hierarchy (v1 controllers and the v2
+/// dir), SIGKILL what is in them until they are empty (at most 2 s), and
+/// remove the directories, children first. How many processes were killed.
+pub fn purge(cgroup_path: &Path) -> io::Result<usize> {
+    let rel = relative(cgroup_path).map_err(|NotHandled(m)| io::Error::other(m))?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let dirs: Vec<PathBuf> = hierarchies(&mountinfo)
+        .into_iter()
+        .map(|m| m.join(&rel))
+        .filter(|d| d.exists())
+        .flat_map(|d| tree(&d))
+        .collect();
+    for dir in &dirs {
+        // A frozen process takes its SIGKILL only once thawed.
+        let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+        let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut killed = 0;
+    loop {
+        let mut left = 0;
+        for dir in &dirs {
+            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                left += 1;
+                let pid = nix::unistd::Pid::from_raw(pid);
+                if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).is_ok() {
+                    killed += 1;
+                }
+            }
+        }
+        if left == 0 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut first_err = None;
+    for dir in dirs.iter().rev() {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => {
+                first_err
+                    .get_or_insert(io::Error::new(e.kind(), format!("{}: {e}", dir.display())));
+            }
+        }
+    }
+    first_err.map_or(Ok(killed), Err)
+}
+
+/// `dir` and every cgroup below it, parents before children.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        if let Ok(entries) = std::fs::read_dir(&out[i]) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    out.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Mount points of every cgroup hierarchy, v1 and v2.
+fn hierarchies(mountinfo: &str) -> Vec<PathBuf> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            matches!(right.split(' ').next(), Some("cgroup" | "cgroup2"))
+                .then(|| left.split(' ').nth(4).map(|m| PathBuf::from(unescape(m))))?
+        })
+        .collect()
+}
+
 /// `cgroupsPath` as a path below a hierarchy's root; never climbing out.
 fn relative(cgroup_path: &Path) -> Result<PathBuf, NotHandled> {
     let mut rel = PathBuf::new();

@@ -5,19 +5,17 @@ use crate::container::Runtime;
 use crate::error::Result;
 
 pub fn run(rt: &Runtime, args: List) -> Result<i32> {
-    let mut states = Vec::new();
-    for id in rt.ids()? {
-        // A container being deleted concurrently is simply not listed.
-        if let Ok(c) = rt.load(&id) {
-            states.push(StateJson::of(&c));
-        }
-    }
+    // A container being deleted concurrently (or whose state is cut) is
+    // simply not listed; `state` names the latter.
+    let containers = rt.ids()?.into_iter().filter_map(|id| rt.load(&id).ok());
     if args.quiet {
-        for s in &states {
-            output::line(&s.id);
+        // Ids only: no bundle or rootfs lookups per container.
+        for c in containers {
+            output::line(c.id());
         }
         return Ok(0);
     }
+    let states: Vec<StateJson> = containers.map(|c| StateJson::of(&c)).collect();
     match args.format {
         Format::Json => output::line(&to_json(&states)?),
         Format::Table => {

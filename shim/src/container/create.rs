@@ -12,7 +12,8 @@ use oci_spec::runtime::LinuxNamespaceType;
 
 use super::bundle::Bundle;
 use super::{
-    to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SECCOMP_CACHE_DIR, SHADOW_DIR,
+    claim, to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SECCOMP_CACHE_DIR,
+    SHADOW_DIR,
 };
 use crate::cgroups;
 use crate::error::{Failure, Result};
@@ -24,9 +25,22 @@ impl Runtime {
     /// so a failed create leaves no state, cgroup, mount or process.
     pub fn create(&self, id: &str, opts: &CreateOptions, detach: bool) -> Result<Container> {
         validate_id(id)?;
+        // Held until this returns; every cleanup below runs under it, on a
+        // state directory this create made (see `claim`).
+        let exists = || Failure::runtime(format!("container with id exists: {id}"));
+        let claim = self.try_lock(id)?.ok_or_else(exists)?;
         if self.dir(id).exists() {
-            return Err(Failure::runtime(format!("container with id exists: {id}")));
+            return Err(exists());
         }
+        let created = self.create_claimed(id, opts, detach);
+        if created.is_err() {
+            // Nothing of this id is left: neither is its lock file.
+            claim.remove();
+        }
+        created
+    }
+
+    fn create_claimed(&self, id: &str, opts: &CreateOptions, detach: bool) -> Result<Container> {
         if self.systemd {
             return Err(Failure::usage(
                 "--systemd-cgroup: the systemd cgroup manager is not built into sandboy; drop the flag (cgroupfs is used)",
@@ -127,6 +141,7 @@ impl Runtime {
                     .as_ref()
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
+                claim::narrow_modes(&self.dir(id));
                 let supervised =
                     confined.and_then(|()| self.supervise(&container, &bundle, detach));
                 if let Err(e) = supervised {
@@ -191,13 +206,23 @@ impl Runtime {
             spec.set_root(Some(root));
         }
         let dir = self.root.join(SHADOW_DIR).join(id);
-        fs::create_dir_all(&dir)?;
-        fs::write(dir.join("config.json"), to_json(&spec)?)?;
-        fs::write(
-            dir.join(ORIGIN_FILE),
-            bundle.dir.as_os_str().as_encoded_bytes(),
-        )?;
-        fs::write(dir.join(crate::init::privilege::HELD_FILE), to_json(&held)?)?;
+        let written = (|| {
+            claim::private_dir(&dir)?;
+            claim::write_private(
+                &dir.join(ORIGIN_FILE),
+                bundle.dir.as_os_str().as_encoded_bytes(),
+            )?;
+            claim::write_private(
+                &dir.join(crate::init::privilege::HELD_FILE),
+                &to_json(&held)?,
+            )?;
+            // Last: a shadow bundle with its config.json is complete.
+            claim::write_private(&dir.join("config.json"), &to_json(&spec)?).map_err(Failure::from)
+        })();
+        if let Err(e) = written {
+            self.remove_leftovers(id);
+            return Err(e);
+        }
         Ok(Some(dir))
     }
 

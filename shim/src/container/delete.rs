@@ -2,13 +2,14 @@
 //! removal for the common stopped case), poststop hooks, and the leftovers.
 
 use std::fs;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use libcontainer::config::YoukiConfig;
 use libcontainer::container::{Container, ContainerStatus};
 use nix::unistd::Pid;
 
-use super::{validate_id, Runtime, SHADOW_DIR};
+use super::{validate_id, Runtime, SHADOW_DIR, WRAP_DIR};
 use crate::error::{Failure, Result};
 use crate::supervisor::pidfd::Pidfd;
 
@@ -16,12 +17,19 @@ impl Runtime {
     /// runc's `delete`: a stopped or created container, or with `force`
     /// any container (killed first); a missing one is fine with `force`.
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
-        if force && !self.exists(id) {
-            validate_id(id)?;
-            self.remove_leftovers(id);
-            return Ok(());
-        }
-        let mut c = self.load(id)?;
+        validate_id(id)?;
+        let mut c = match self.load(id) {
+            Ok(c) => c,
+            // No readable state (none yet, or cut by a SIGKILL mid-write):
+            // what --force asks for is still possible from the cgroups.
+            Err(e) if force => {
+                if self.dir(id).exists() {
+                    tracing::warn!(id, error = %e, "recovering a container without readable state");
+                }
+                return self.recover(id);
+            }
+            Err(e) => return Err(e),
+        };
         if !force && c.status() == ContainerStatus::Running && finishing(&c) {
             c.refresh_status()?;
         }
@@ -41,7 +49,16 @@ impl Runtime {
         if force && c.status() != ContainerStatus::Stopped {
             kill_and_wait(&mut c);
         }
-        self.destroy(&mut c, force)
+        match self.destroy(&mut c, force) {
+            // E.g. a create killed before it recorded the init's pid: the
+            // state says stopped while its processes still hold the
+            // cgroups. --force finds and kills them there.
+            Err(e) if force => {
+                tracing::warn!(id, error = %e, "delete failed; recovering from the cgroups");
+                self.recover(id)
+            }
+            done => done,
+        }
     }
 
     /// Delete a container (libcontainer's delete, our leftovers) and then
@@ -61,6 +78,7 @@ impl Runtime {
                         // --force asks for, and that delete ran the hooks.
                         tracing::debug!(id = c.id(), error = %e, "deleted concurrently");
                         self.remove_leftovers(c.id());
+                        self.remove_lock(c.id());
                         return Ok(());
                     }
                     super::poststop::restore(c, hooks);
@@ -72,12 +90,52 @@ impl Runtime {
         // Before the leftovers go: the hooks' state names the shadow bundle.
         super::poststop::run(c, &hooks);
         self.remove_leftovers(c.id());
+        self.remove_lock(c.id());
         Ok(())
+    }
+
+    /// `delete --force` of a container whose state cannot be read: its
+    /// processes are found through its cgroups (the path libcontainer
+    /// recorded in youki_config.json, else the shadow bundle's, else
+    /// sandboy's default `/sandboy/<id>`), killed, and everything removed.
+    fn recover(&self, id: &str) -> Result<()> {
+        let path = YoukiConfig::load(self.dir(id))
+            .ok()
+            .map(|c| c.cgroup_path)
+            .or_else(|| self.shadow_cgroups_path(id))
+            .unwrap_or_else(|| PathBuf::from(format!("/sandboy/{id}")));
+        let purged = crate::cgroups::remove::purge(&path);
+        self.remove_leftovers(id);
+        self.remove_lock(id);
+        match purged {
+            Ok(0) => Ok(()),
+            Ok(n) => {
+                tracing::warn!(id, killed = n, cgroup = %path.display(), "killed the processes of a container without readable state");
+                Ok(())
+            }
+            Err(e) => Err(Failure::runtime(format!(
+                "removing cgroup {} of {id}: {e}",
+                path.display()
+            ))),
+        }
+    }
+
+    fn shadow_cgroups_path(&self, id: &str) -> Option<PathBuf> {
+        let bytes = fs::read(self.root.join(SHADOW_DIR).join(id).join("config.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        v["linux"]["cgroupsPath"].as_str().map(PathBuf::from)
     }
 
     /// Remove what a failed create or a delete may leave.
     pub fn remove_leftovers(&self, id: &str) {
         let _ = fs::remove_dir_all(self.root.join(SHADOW_DIR).join(id));
+        // A killed `wrap`'s workdir: its rootfs was a bind of the host's `/`
+        // in wrap's own mount namespace only, so here it is an empty
+        // directory; removed without recursion all the same.
+        let work = self.root.join(WRAP_DIR).join(id);
+        let _ = fs::remove_file(work.join("config.json"));
+        let _ = fs::remove_dir(work.join("rootfs"));
+        let _ = fs::remove_dir(&work);
         let dir = self.dir(id);
         if dir.exists() {
             if let Err(e) = fs::remove_dir_all(&dir) {

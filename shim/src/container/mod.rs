@@ -12,6 +12,7 @@
 //!   apply.
 
 pub mod bundle;
+mod claim;
 mod compat;
 mod create;
 mod delete;
@@ -24,6 +25,7 @@ pub mod signal;
 
 use std::fs;
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use libcontainer::container::builder::ContainerBuilder;
@@ -62,15 +64,39 @@ pub struct Runtime {
 pub(crate) const SHADOW_DIR: &str = ".bundles";
 /// Directory (under the state root) of compiled seccomp programs.
 pub(crate) const SECCOMP_CACHE_DIR: &str = ".seccomp-cache";
+/// Directory (under the state root) of `wrap`'s temporary bundles.
+pub(crate) const WRAP_DIR: &str = ".wrap";
 /// In a shadow bundle: the path of the bundle the caller gave.
 pub(crate) const ORIGIN_FILE: &str = "origin";
 
 impl Runtime {
+    /// Open (or create, 0700) the state root. As runc keeps it: 0700, so
+    /// no other user reads the containers' state or their bundles' env. A
+    /// root of ours with looser modes (an older sandboy made it 0755) is
+    /// narrowed; one we may not use is refused with "permission denied".
     pub fn new(root: PathBuf, systemd: bool) -> Result<Self> {
-        fs::create_dir_all(&root).map_err(|e| {
+        claim::private_dir(&root).map_err(|e| {
             Failure::runtime(format!("cannot create state root {}: {e}", root.display()))
         })?;
-        let root = fs::canonicalize(&root)?;
+        let root = fs::canonicalize(&root)
+            .map_err(|e| Failure::runtime(format!("state root {}: {e}", root.display())))?;
+        let meta = fs::metadata(&root)?;
+        let euid = nix::unistd::geteuid().as_raw();
+        if meta.uid() == euid && meta.mode() & 0o077 != 0 {
+            fs::set_permissions(&root, fs::Permissions::from_mode(0o700))?;
+        }
+        let rwx = nix::unistd::AccessFlags::R_OK
+            | nix::unistd::AccessFlags::W_OK
+            | nix::unistd::AccessFlags::X_OK;
+        if let Err(e) = nix::unistd::access(&root, rwx) {
+            return Err(Failure::runtime(format!(
+                "state root {}: {} (it belongs to uid {} with mode {:o}); use a root of your own with --root",
+                root.display(),
+                if e == nix::errno::Errno::EACCES { "permission denied".to_owned() } else { e.to_string() },
+                meta.uid(),
+                meta.mode() & 0o7777
+            )));
+        }
         Ok(Self {
             root,
             systemd,
@@ -92,8 +118,7 @@ impl Runtime {
         if !self.exists(id) {
             return Err(Failure::runtime("container does not exist"));
         }
-        let mut c = Container::load(self.dir(id))
-            .map_err(|e| Failure::from(e).context(format!("loading state of {id}")))?;
+        let mut c = Container::load(self.dir(id)).map_err(|e| self.load_error(id, e))?;
         c.refresh_status()?;
         Ok(c)
     }
@@ -103,6 +128,23 @@ impl Runtime {
         crate::supervisor::denials::read_report(
             &self.dir(id).join(crate::supervisor::denials::REPORT_FILE),
         )
+    }
+
+    /// A state.json that does not parse is named as such: libcontainer
+    /// writes it in place (truncate, then write), so a SIGKILL at the wrong
+    /// moment leaves it empty or cut; `delete --force` recovers from that.
+    fn load_error(&self, id: &str, e: libcontainer::error::LibcontainerError) -> Failure {
+        let file = self.dir(id).join("state.json");
+        let parses = fs::read(&file)
+            .ok()
+            .is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok());
+        if !parses && file.exists() {
+            return Failure::runtime(format!(
+                "state file {} is corrupt (truncated?); remove it with `sandboy delete --force {id}`",
+                file.display()
+            ));
+        }
+        Failure::from(e).context(format!("loading state of {id}"))
     }
 
     /// Ids of all containers under the root.

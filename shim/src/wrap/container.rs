@@ -52,7 +52,7 @@ pub fn run(
     }
     policy.args = command;
 
-    let work = rt.root.join(".wrap").join(&id);
+    let work = rt.root.join(crate::container::WRAP_DIR).join(&id);
     let rootfs = work.join("rootfs");
     fs::create_dir_all(&rootfs)?;
     let result = (|| {
