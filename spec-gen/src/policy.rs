@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 
 use crate::annotations::{LandlockMode, Scope, WasmLimits};
 use crate::error::{closest, Diagnostic, Error, Location};
-use crate::syscalls;
 use crate::units::{ByteSize, Span};
+use crate::{guards, syscalls};
 
 /// The only policy format version this release understands.
 pub const VERSION: i64 = 1;
@@ -208,6 +208,11 @@ pub struct NetTable {
     #[serde(default)]
     #[schemars(with = "Vec<u16>")]
     pub bind: Vec<Spanned<i64>>,
+    /// UDP ports; any entry opens UDP sockets (refused by default when the
+    /// network is restricted). Seccomp cannot see ports: see `explain`.
+    #[serde(default)]
+    #[schemars(with = "Vec<u16>")]
+    pub udp: Vec<Spanned<i64>>,
     /// Landlock scopes; default both.
     #[schemars(with = "Option<Vec<Scope>>")]
     pub scope: Option<Vec<Spanned<String>>>,
@@ -374,6 +379,8 @@ pub struct Policy {
     pub net_namespace: NetNamespace,
     pub connect: Vec<u16>,
     pub bind: Vec<u16>,
+    /// `[net] udp`: UDP ports (opens UDP sockets when non-empty).
+    pub udp: Vec<u16>,
     pub scope: Vec<Scope>,
     pub default_deny: bool,
     /// Final deny list, sorted: default (if on) + deny − allow.
@@ -765,6 +772,7 @@ impl Validator<'_> {
         };
         let connect = self.ports(&doc.net.connect, "net.connect");
         let bind = self.ports(&doc.net.bind, "net.bind");
+        let udp = self.ports(&doc.net.udp, "net.udp");
         let scope = match &doc.net.scope {
             None => vec![Scope::AbstractUnixSocket, Scope::Signal],
             Some(list) => {
@@ -904,6 +912,7 @@ impl Validator<'_> {
             net_namespace,
             connect,
             bind,
+            udp,
             scope,
             default_deny,
             deny,
@@ -1086,10 +1095,13 @@ impl Validator<'_> {
 
     fn syscall_name(&mut self, s: &Spanned<String>, key: &str) -> bool {
         let name = s.get_ref();
-        if syscalls::is_known(name) {
+        if syscalls::is_known(name) || guards::find(name).is_some() {
             return true;
         }
-        let all = syscalls::Arch::ALL.iter().flat_map(|&a| syscalls::names(a));
+        let all = syscalls::Arch::ALL
+            .iter()
+            .flat_map(|&a| syscalls::names(a))
+            .chain(guards::GUARDS.iter().map(|g| g.name));
         let sug = closest(name, all);
         self.err_suggest(
             s,
@@ -1108,6 +1120,13 @@ impl Validator<'_> {
         } else {
             BTreeSet::new()
         };
+        // Guards (named argument rules, see guards.rs): syscall guards come
+        // with the built-in list, network guards always (they apply only
+        // when the network is restricted).
+        if default_deny {
+            set.extend(guards::names(guards::Kind::Syscall).map(String::from));
+        }
+        set.extend(guards::names(guards::Kind::Net).map(String::from));
         for d in &t.deny {
             if !self.syscall_name(d, "syscalls.deny") {
                 continue;
@@ -1138,7 +1157,11 @@ impl Validator<'_> {
                 continue;
             }
             let name = a.get_ref();
-            if !default_deny || !DEFAULT_DENY.contains(&name.as_str()) {
+            let removable = match guards::find(name) {
+                Some(g) => default_deny || g.kind == guards::Kind::Net,
+                None => default_deny && DEFAULT_DENY.contains(&name.as_str()),
+            };
+            if !removable {
                 let why = if default_deny {
                     format!("syscall \"{name}\" is not in sandboy's default deny list, so allowing it has no effect")
                 } else {
