@@ -90,6 +90,9 @@ fn check(spec: &Spec, dir: &Path, path: &Path) -> Result<Option<sandboy_confine:
             rootfs.display()
         )));
     }
+    if let Some(mounts) = spec.mounts() {
+        super::mounts::check(mounts, &rootfs, &at.to_string())?;
+    }
     if spec.linux().is_none() {
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));
     }

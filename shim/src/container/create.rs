@@ -60,6 +60,7 @@ impl Runtime {
         // Loaded before anything exists: bad rules are a config error and a
         // kernel without cgroup BPF stops here, with nothing to clean up.
         let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
+        let memfd_noexec = super::sysctl::memfd_noexec(&bundle.spec)?;
         let held = crate::init::privilege::to_hold(&bundle.spec);
         let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
         let wasm = match self.precompile_wasm(&bundle) {
@@ -110,6 +111,12 @@ impl Runtime {
                     .pid()
                     .ok_or_else(|| Failure::runtime("container has no init pid"))?;
                 super::loopback::bring_up(pid.as_raw())?;
+            }
+            if let Some(v) = memfd_noexec {
+                let pid = c
+                    .pid()
+                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                super::sysctl::apply(pid.as_raw(), v)?;
             }
             Ok(c)
         });
@@ -162,7 +169,8 @@ impl Runtime {
             .as_ref()
             .expect("checked by Bundle::load");
         let deny_first = crate::cgroups::devices::needs_default_deny(&bundle.spec);
-        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first {
+        let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
+        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first && !runtime_sysctl {
             return Ok(None);
         }
         let mut spec = bundle.spec.clone();
@@ -175,6 +183,7 @@ impl Runtime {
             crate::cgroups::devices::with_default_deny(&mut spec);
         }
         crate::init::privilege::augment(&mut spec, held);
+        super::sysctl::strip(&mut spec);
         if let Some(mut root) = spec.root().clone() {
             root.set_path(bundle.dir.join(root.path()));
             spec.set_root(Some(root));
