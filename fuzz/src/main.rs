@@ -37,7 +37,12 @@ fn main() {
     let mut found = 0;
     for t in targets {
         let r = sandboy_fuzz::run(t, u64::MAX, Duration::from_secs(seconds), seed);
-        println!("{}: {} cases, {} findings", t.name, r.cases, r.findings.len());
+        println!(
+            "{}: {} cases, {} findings",
+            t.name,
+            r.cases,
+            r.findings.len()
+        );
         for (i, f) in r.findings.iter().enumerate() {
             let path = sandboy_fuzz::corpus_dir(t.name).join(format!("finding-{seed}-{i}"));
             let _ = std::fs::create_dir_all(path.parent().unwrap());

@@ -10,7 +10,7 @@ impl Rng {
         Rng(seed | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -19,15 +19,26 @@ impl Rng {
 
     /// Uniform in `0..n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 
 /// Interesting integers, as text and as bytes.
 const NUMBERS: &[&str] = &[
-    "0", "-1", "1", "65535", "65536", "4294967295", "4294967296",
-    "9223372036854775807", "-9223372036854775808", "18446744073709551615",
-    "1e308", "nan", "inf", "0x7fffffff",
+    "0",
+    "-1",
+    "1",
+    "65535",
+    "65536",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551615",
+    "1e308",
+    "nan",
+    "inf",
+    "0x7fffffff",
 ];
 
 /// One mutant of `base` (with `other` for splices).
@@ -49,7 +60,7 @@ fn edit(rng: &mut Rng, out: &mut Vec<u8>, other: &[u8], dict: &[&str]) {
         }
         1 if !out.is_empty() => {
             let i = rng.below(out.len());
-            out[i] = rng.next() as u8;
+            out[i] = rng.next_u64() as u8;
         }
         2 if !out.is_empty() => {
             let i = rng.below(out.len());
@@ -82,7 +93,7 @@ fn edit(rng: &mut Rng, out: &mut Vec<u8>, other: &[u8], dict: &[&str]) {
             let j = at(rng, out);
             out.splice(j..j, t.bytes());
         }
-        _ => out.push(rng.next() as u8),
+        _ => out.push(rng.next_u64() as u8),
     }
 }
 

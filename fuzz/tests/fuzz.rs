@@ -13,7 +13,12 @@ fn every_target_survives_a_bounded_run() {
     let mut findings = Vec::new();
     for t in sandboy_fuzz::targets::ALL {
         let r = sandboy_fuzz::run(t, cases, Duration::from_secs(60), 1);
-        println!("{}: {} cases, {} findings", t.name, r.cases, r.findings.len());
+        println!(
+            "{}: {} cases, {} findings",
+            t.name,
+            r.cases,
+            r.findings.len()
+        );
         findings.extend(r.findings);
     }
     let _ = std::panic::take_hook();
@@ -22,7 +27,12 @@ fn every_target_survives_a_bounded_run() {
         "{}",
         findings
             .iter()
-            .map(|f| format!("{}: {}: input {:?}", f.target, f.what, String::from_utf8_lossy(&f.input)))
+            .map(|f| format!(
+                "{}: {}: input {:?}",
+                f.target,
+                f.what,
+                String::from_utf8_lossy(&f.input)
+            ))
             .collect::<Vec<_>>()
             .join("\n")
     );

@@ -4,9 +4,38 @@
 use std::fmt::Write as _;
 
 use crate::annotations::{LandlockMode, Scope};
+use crate::guards;
 use crate::policy::{
     Anchor, Egress, Grant, HostRule, NetNamespace, Policy, SeccompAction, DEFAULT_DENY,
 };
+
+/// Landlock ABI that added TCP bind/connect rules.
+const ABI_TCP: i32 = 4;
+/// Landlock ABI from which sandboy expects UDP port rules (not in any kernel
+/// this build knows; `udp = [...]` opens UDP sockets for every port until then).
+const ABI_UDP: i32 = 10;
+
+/// What each `[net]` rule enforces on the running kernel, and what not.
+fn net_enforcement(o: &mut String, p: &Policy, ports: &dyn Fn(&[u16]) -> String) {
+    let _ = writeln!(o, "  enforcement by kernel Landlock ABI:");
+    let _ = writeln!(o, "    connect/bind: TCP ports enforced by Landlock from ABI {ABI_TCP} (EACCES; with mode = \"enforce\" an older kernel refuses to start); TCP Fast Open and MPTCP bypass Landlock's hooks, so seccomp guards refuse them");
+    if !p.bind.is_empty() {
+        let _ = writeln!(o, "    listen() on a socket never bound takes an ephemeral port Landlock does not see; with bind = [] listen is refused, with bind ports it cannot be");
+    }
+    if guards::net_restricted(p) {
+        if p.udp.is_empty() {
+            let _ = writeln!(
+                o,
+                "    UDP sockets: refused (add `udp = [53]` to open them)"
+            );
+        } else {
+            let _ = writeln!(o, "    UDP ports {}: UDP sockets opened for EVERY port (seccomp cannot see ports; Landlock has no UDP port rules below ABI {ABI_UDP}, the first that could scope them)", ports(&p.udp));
+        }
+        let _ = writeln!(o, "    raw, packet, ICMP, SCTP, vsock and exotic-family sockets and netlink other than NETLINK_ROUTE: refused by seccomp; NETLINK_ROUTE stays open (it lists the interfaces of the namespace)");
+    } else {
+        let _ = writeln!(o, "    no [net] rule on the host network: every socket family, UDP and raw socket works as for the host user");
+    }
+}
 
 fn list(items: &[String]) -> String {
     if items.is_empty() {
@@ -151,6 +180,7 @@ fn network(o: &mut String, p: &Policy) {
     if !p.udp.is_empty() {
         let _ = writeln!(o, "  may use UDP ports:        {}", ports(&p.udp));
     }
+    net_enforcement(o, p, &ports);
     egress(o, &p.egress);
     if p.scope.contains(&Scope::AbstractUnixSocket) {
         let _ = writeln!(
@@ -193,9 +223,38 @@ fn system_calls(o: &mut String, p: &Policy) {
         SeccompAction::Kill => "kill the process",
         SeccompAction::Log => "are only logged (NOT blocked)",
     };
-    let _ = writeln!(o, "System calls: {} denied calls {action}:", p.deny.len());
-    let _ = writeln!(o, "  {}", list(&p.deny));
-    if !p.default_deny {
+    let (guarded, names): (Vec<String>, Vec<String>) = p
+        .deny
+        .iter()
+        .cloned()
+        .partition(|d| guards::find(d).is_some());
+    let _ = writeln!(o, "System calls: {} denied calls {action}:", names.len());
+    let _ = writeln!(o, "  {}", list(&names));
+    for g in guards::GUARDS {
+        if !guarded.iter().any(|n| n == g.name) {
+            continue;
+        }
+        if g.kind == guards::Kind::Net && !guards::net_restricted(p) {
+            continue;
+        }
+        let _ = writeln!(o, "  guard {}: {}", g.name, g.what);
+    }
+    if p.default_deny {
+        let removed: Vec<String> = DEFAULT_DENY
+            .iter()
+            .copied()
+            .chain(guards::names(guards::Kind::Syscall))
+            .filter(|d| !p.deny.iter().any(|x| x == *d))
+            .map(|d| d.to_string())
+            .collect();
+        if !removed.is_empty() {
+            let _ = writeln!(
+                o,
+                "  allowed back from the built-in list: {}",
+                list(&removed)
+            );
+        }
+    } else {
         let _ = writeln!(o, "  (the built-in deny list is switched off)");
         return;
     }

@@ -10,6 +10,7 @@
 pub mod annotations;
 pub mod error;
 pub mod explain;
+pub mod guards;
 pub mod policy;
 pub mod render;
 pub mod syscalls;

@@ -24,8 +24,9 @@ use oci_spec::runtime::{
 
 use crate::annotations::{self, Access, FsRule, LandlockRuleset, NetRules};
 use crate::error::{Diagnostic, Error, Location};
+use crate::guards;
 use crate::policy::diagnostic;
-use crate::policy::{NetNamespace, Policy, SeccompAction};
+use crate::policy::{is_under, BindMount, NetNamespace, Policy, SeccompAction};
 
 /// OCI runtime-spec version written into generated configs.
 pub const OCI_VERSION: &str = "1.0.2";
@@ -57,6 +58,9 @@ pub const DEFAULT_READONLY: &[&str] = &[
     "/proc/sys",
     "/proc/sysrq-trigger",
 ];
+
+/// The sysctl that makes every memfd non-executable (per pid namespace).
+pub const MEMFD_NOEXEC: &str = "vm.memfd_noexec";
 
 /// Options for [`render`].
 #[derive(Debug, Clone, Default)]
@@ -211,6 +215,88 @@ fn writable(m: &Mount) -> bool {
     )
 }
 
+/// Whether a write path may hold programs: it is, lies in, or contains an
+/// `[fs] exec` path. Every other write path is mounted `noexec`, so code a
+/// step writes cannot be mapped executable or run through the dynamic
+/// loader (issue 14).
+fn executable(policy: &Policy, w: &str) -> bool {
+    policy.exec.iter().any(|e| is_under(e, w) || is_under(w, e))
+}
+
+/// `nosuid,nodev` plus `noexec` unless `w` is executable.
+fn write_flags(policy: &Policy, w: &str) -> Vec<&'static str> {
+    let mut f = vec!["nosuid", "nodev"];
+    if !executable(policy, w) {
+        f.push("noexec");
+    }
+    f
+}
+
+/// The container-own storage of a write path: a fresh tmpfs.
+fn write_tmpfs(policy: &Policy, w: &str) -> Mount {
+    let mut opts = write_flags(policy, w);
+    opts.push("mode=1777");
+    mount(w, "tmpfs", "tmpfs", &opts)
+}
+
+/// The mounts of one `[[mount]]`. A bind asked `rw` stays writable only
+/// where `[fs] write` says so: a destination outside every write path is
+/// bound read-only (Landlock does not govern chmod, utimes or xattrs, so a
+/// writable mount would let them through), and each write path inside it
+/// gets a writable bind of the matching host subdirectory. Writable binds
+/// are `nosuid,nodev` and `noexec` unless executable.
+fn policy_binds(policy: &Policy, b: &BindMount) -> Vec<Mount> {
+    let bind = |dest: &str, source: PathBuf, opts: Vec<&str>| {
+        let mut m = mount(dest, "bind", "", &opts);
+        m.set_source(Some(source));
+        m
+    };
+    let base: Vec<&str> = b
+        .options
+        .iter()
+        .map(String::as_str)
+        .filter(|o| !matches!(*o, "rw" | "ro" | "exec" | "suid" | "dev"))
+        .collect();
+    let writable_opts = |dest: &str| {
+        let mut o = base.clone();
+        o.push("rw");
+        for f in write_flags(policy, dest) {
+            if !o.contains(&f) {
+                o.push(f);
+            }
+        }
+        o
+    };
+    if b.read_only() {
+        let opts: Vec<&str> = b.options.iter().map(String::as_str).collect();
+        return vec![bind(&b.destination, b.source.clone(), opts)];
+    }
+    if policy.write.iter().any(|w| is_under(&b.destination, w)) {
+        return vec![bind(
+            &b.destination,
+            b.source.clone(),
+            writable_opts(&b.destination),
+        )];
+    }
+    let mut ro = base.clone();
+    ro.push("ro");
+    let mut out = vec![bind(&b.destination, b.source.clone(), ro)];
+    for w in policy
+        .write
+        .iter()
+        .filter(|w| is_under(w, &b.destination) && **w != b.destination)
+    {
+        let rel = w[b.destination.len()..].trim_start_matches('/');
+        let source = b.source.join(rel);
+        if source.is_dir() || source.is_file() {
+            out.push(bind(w, source, writable_opts(w)));
+        } else {
+            tracing::debug!(path = %w, "write path has no host directory in its read-only mount; a tmpfs holds it");
+        }
+    }
+    out
+}
+
 /// Depth of a container path, for parent-before-child mount order.
 fn depth(p: &Path) -> usize {
     p.components().count()
@@ -327,10 +413,7 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
     let mut mounts: Vec<Mount> = spec.mounts().clone().unwrap_or_default();
     let mut extra: Vec<Mount> = Vec::new();
     for b in &policy.mounts {
-        let opts: Vec<&str> = b.options.iter().map(String::as_str).collect();
-        let mut m = mount(&b.destination, "bind", "", &opts);
-        m.set_source(Some(b.source.clone()));
-        extra.push(m);
+        extra.extend(policy_binds(policy, b));
     }
     let mut writes: Vec<&String> = policy.write.iter().filter(|w| *w != "/").collect();
     writes.sort_by_key(|w| (w.matches('/').count(), w.to_string()));
@@ -349,12 +432,7 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
             .find_map(|a| storage.get(a.to_string_lossy().as_ref()).copied());
         if covered != Some(true) {
             tracing::debug!(path = %w, covered = ?covered, "write path has no writable mount; adding tmpfs");
-            extra.push(mount(
-                w,
-                "tmpfs",
-                "tmpfs",
-                &["nosuid", "nodev", "mode=1777"],
-            ));
+            extra.push(write_tmpfs(policy, w));
             storage.insert(w.to_string(), true);
         }
     }
@@ -435,6 +513,11 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
     }
     linux.set_resources(Some(res));
     linux.set_seccomp(Some(seccomp(policy)));
+    // No memfd may be executed (issue 14): the runtime applies this in the
+    // container's own pid namespace, where it cannot be lowered.
+    let mut sysctl = linux.sysctl().clone().unwrap_or_default();
+    sysctl.insert(MEMFD_NOEXEC.to_string(), "2".to_string());
+    linux.set_sysctl(Some(sysctl));
     spec.set_linux(Some(linux));
     Ok(spec)
 }
@@ -470,15 +553,23 @@ fn set_nofile(process: &mut Process, n: u64) -> Result<(), Error> {
     Ok(())
 }
 
-/// `linux.seccomp`: allow by default, one rule for the deny list.
+/// `linux.seccomp`: allow by default, one rule for the deny list's
+/// syscall names, then the argument rules of the guards it names
+/// (see [`guards`]).
 pub fn seccomp(policy: &Policy) -> LinuxSeccomp {
     let mut s = LinuxSeccomp::default();
     s.set_default_action(LinuxSeccompAction::ScmpActAllow);
     s.set_architectures(Some(vec![Arch::ScmpArchX86_64, Arch::ScmpArchAarch64]));
     let mut rules = Vec::new();
-    if !policy.deny.is_empty() {
+    let names: Vec<String> = policy
+        .deny
+        .iter()
+        .filter(|d| guards::find(d).is_none())
+        .cloned()
+        .collect();
+    if !names.is_empty() {
         let mut rule = LinuxSyscall::default();
-        rule.set_names(policy.deny.clone());
+        rule.set_names(names);
         match policy.action {
             SeccompAction::Errno => {
                 rule.set_action(LinuxSeccompAction::ScmpActErrno);
@@ -493,6 +584,7 @@ pub fn seccomp(policy: &Policy) -> LinuxSeccomp {
         }
         rules.push(rule);
     }
+    rules.extend(guards::rules(policy));
     s.set_syscalls(Some(rules));
     s
 }

@@ -134,6 +134,8 @@ args = ["/bin/true"]
         .map(|m| m.destination().display().to_string())
         .filter(|d| d != "/dev")
         .collect();
-    // /a/b lies in /a's tmpfs, /dev/x in /dev, /rw/y in the rw bind.
-    assert_eq!(tmpfs, ["/a", "/sysx"]);
+    // /a/b lies in /a's tmpfs, /dev/x in /dev. The "rw" bind at /rw is not
+    // under [fs] write, so it is bound read-only, and /rw/y (no host
+    // directory /tmp/y behind it) gets a tmpfs of its own.
+    assert_eq!(tmpfs, ["/a", "/sysx", "/rw/y"]);
 }

@@ -9,6 +9,17 @@
  *   syscall NAME                        (raw syscall with harmless arguments)
  *   abstract-connect NAME               (AF_UNIX abstract socket "\0NAME")
  *   kill PID SIG | fds | forkbomb | membomb MB | spin
+ *   clone FLAGS | clone3 FLAGS | fork    (child exits at once; FLAGS in hex)
+ *   fastopen PORT                       (sendto MSG_FASTOPEN, 127.0.0.1)
+ *   tfo-connect                         (setsockopt TCP_FASTOPEN_CONNECT)
+ *   mptcp PORT                          (MPTCP socket + connect)
+ *   listen-unbound                      (listen on a never-bound TCP socket)
+ *   socket FAMILY TYPE PROTO            (numbers)
+ *   udp-send PORT                       (sendto on a UDP socket, 127.0.0.1)
+ *   memfd-exec SRC exec|plain           (copy SRC into a memfd, execveat it: "hello")
+ *   mmap-exec PATH                      (mmap PROT_EXEC of a file)
+ *   chmod PATH MODE | create-mode PATH MODE   (octal MODE)
+ *   openat2 PATH | euid | hello
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -29,11 +40,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <netinet/tcp.h>
+#include <linux/sched.h>
+#include <linux/openat2.h>
 #include <unistd.h>
 
 static const char *errname(int e)
@@ -47,7 +62,7 @@ static const char *errname(int e)
 	E(EMLINK) E(ERANGE) E(ENOSYS) E(ENOTEMPTY) E(ELOOP) E(ENOTSOCK)
 	E(EADDRINUSE) E(EADDRNOTAVAIL) E(ENETUNREACH) E(ECONNREFUSED)
 	E(ETIMEDOUT) E(EOPNOTSUPP) E(EAFNOSUPPORT) E(EPROTONOSUPPORT) E(ENOKEY)
-	E(EKEYREJECTED)
+	E(EKEYREJECTED) E(ENOPROTOOPT) E(EINPROGRESS) E(ESOCKTNOSUPPORT)
 #undef E
 	default: return "UNKNOWN";
 	}
@@ -148,6 +163,104 @@ static int raw_syscall(const char *name)
 	return result(rc);
 }
 
+static struct sockaddr_in loopback(int port)
+{
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons((unsigned short)port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* A child made with raw clone/clone3 exits at once; the parent reaps it. */
+static int do_clone(unsigned long flags, int v3)
+{
+	long pid;
+	if (v3) {
+		struct clone_args ca;
+		memset(&ca, 0, sizeof ca);
+		ca.flags = flags;
+		ca.exit_signal = SIGCHLD;
+		pid = syscall(SYS_clone3, &ca, sizeof ca);
+	} else {
+		pid = syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0L);
+	}
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid((pid_t)pid, NULL, 0);
+	return result(pid);
+}
+
+static int fastopen(int port)
+{
+	struct sockaddr_in a = loopback(port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return result(-1);
+	return result(sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&a, sizeof a));
+}
+
+static int mptcp(int port)
+{
+	struct sockaddr_in a = loopback(port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 262 /* IPPROTO_MPTCP */);
+	if (fd < 0)
+		return result(-1);
+	return result(connect(fd, (struct sockaddr *)&a, sizeof a));
+}
+
+static int udp_send(int port)
+{
+	struct sockaddr_in a = loopback(port);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return result(-1);
+	return result(sendto(fd, "x", 1, 0, (struct sockaddr *)&a, sizeof a));
+}
+
+/* Copy SRC into a memfd and run it as "hello": prints hello when the
+ * kernel lets a memfd execute. */
+static int memfd_exec(const char *src, int exec_flag)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	int fd;
+	char *args[] = { "probe", "hello", NULL };
+	char *env[] = { NULL };
+	if (in < 0)
+		return result(-1);
+	fd = (int)syscall(SYS_memfd_create, "probe",
+			  exec_flag ? 0x10U /* MFD_EXEC */ : 0U);
+	if (fd < 0)
+		return result(-1);
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(fd, buf, (size_t)n) != n)
+			return result(-1);
+	syscall(SYS_execveat, fd, "", args, env, AT_EMPTY_PATH);
+	return result(-1);
+}
+
+static int mmap_exec(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p;
+	if (fd < 0)
+		return result(-1);
+	p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	return result(p == MAP_FAILED ? -1 : 0);
+}
+
+static int do_openat2(const char *path)
+{
+	struct open_how how;
+	memset(&how, 0, sizeof how);
+	how.flags = O_RDONLY | O_CLOEXEC;
+	return result(syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+}
+
 static int list_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -236,6 +349,48 @@ int main(int argc, char **argv)
 		return forkbomb();
 	} else if (!strcmp(cmd, "membomb") && a) {
 		return membomb(atol(a));
+	} else if ((!strcmp(cmd, "clone") || !strcmp(cmd, "clone3")) && a) {
+		return do_clone(strtoul(a, NULL, 16), cmd[5] == '3');
+	} else if (!strcmp(cmd, "fork")) {
+		pid_t p = fork();
+		if (p == 0)
+			_exit(0);
+		if (p > 0)
+			waitpid(p, NULL, 0);
+		return result(p);
+	} else if (!strcmp(cmd, "fastopen") && a) {
+		return fastopen(atoi(a));
+	} else if (!strcmp(cmd, "tfo-connect")) {
+		int one = 1;
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		return result(fd < 0 ? -1 : setsockopt(fd, IPPROTO_TCP, 30 /* TCP_FASTOPEN_CONNECT */,
+						       &one, sizeof one));
+	} else if (!strcmp(cmd, "mptcp") && a) {
+		return mptcp(atoi(a));
+	} else if (!strcmp(cmd, "listen-unbound")) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		return result(fd < 0 ? -1 : listen(fd, 1));
+	} else if (!strcmp(cmd, "socket") && a && b && argc > 4) {
+		return result(socket(atoi(a), atoi(b), atoi(argv[4])));
+	} else if (!strcmp(cmd, "udp-send") && a) {
+		return udp_send(atoi(a));
+	} else if (!strcmp(cmd, "memfd-exec") && a && b) {
+		return memfd_exec(a, !strcmp(b, "exec"));
+	} else if (!strcmp(cmd, "mmap-exec") && a) {
+		return mmap_exec(a);
+	} else if (!strcmp(cmd, "chmod") && a && b) {
+		return result(chmod(a, (mode_t)strtoul(b, NULL, 8)));
+	} else if (!strcmp(cmd, "create-mode") && a && b) {
+		return result(open(a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+				   (mode_t)strtoul(b, NULL, 8)));
+	} else if (!strcmp(cmd, "openat2") && a) {
+		return do_openat2(a);
+	} else if (!strcmp(cmd, "euid")) {
+		printf("euid=%d\n", (int)geteuid());
+		return 0;
+	} else if (!strcmp(cmd, "hello")) {
+		printf("hello\n");
+		return 0;
 	} else if (!strcmp(cmd, "spin")) {
 		for (;;)
 			;

@@ -239,3 +239,41 @@ fn wrap_as_root_hides_host_daemon_sockets_under_run() {
     let o = run(&listed_sock);
     assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
 }
+
+/// Issue 14 in wrap (root): setuid modes are refused while chmod 0755
+/// works, and code placed in the write path does not run.
+#[test]
+fn wrap_refuses_setuid_modes_and_exec_of_written_code() {
+    let t = "wrap_refuses_setuid_modes_and_exec_of_written_code";
+    if !need_root(t) {
+        return;
+    }
+    let probe = target_dir().join("probes/probe");
+    if !probe.is_file() {
+        skip(t, "no probe binary (run `make probes`)");
+        return;
+    }
+    let dir = TempDir::new("wrap14");
+    let p = policy(dir.path(), "");
+    // A program in the write path (not an exec path, mounted noexec).
+    let bin = dir.path().join("out/probe");
+    fs::copy(&probe, &bin).unwrap();
+    let rt = Runtime::sandboy();
+    let id = unique_id("wrap14");
+    let o = capture(&mut wrap(&rt, &p, &id, &[bin.to_str().unwrap(), "hello"]));
+    assert_ne!(text(&o.stdout).trim(), "hello", "written code ran");
+    let f = dir.path().join("out/f");
+    fs::write(&f, "x").unwrap();
+    let script = format!(
+        "chmod 4755 {f} 2>/dev/null; echo suid=$?; chmod 0755 {f}; echo plain=$?",
+        f = f.display()
+    );
+    let o = capture(&mut wrap(&rt, &p, &id, &["sh", "-c", &script]));
+    assert_eq!(text(&o.stdout), "suid=1\nplain=0\n", "{}", text(&o.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o7777,
+        0o755
+    );
+    assert_clean(&rt, &id);
+}

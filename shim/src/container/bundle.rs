@@ -104,6 +104,9 @@ fn check(
             rootfs.display()
         )));
     }
+    if let Some(mounts) = spec.mounts() {
+        super::mounts::check(mounts, &rootfs, &at.to_string())?;
+    }
     if spec.linux().is_none() {
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));
     }

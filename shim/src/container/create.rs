@@ -12,8 +12,7 @@ use oci_spec::runtime::LinuxNamespaceType;
 
 use super::bundle::Bundle;
 use super::{
-    claim, to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SECCOMP_CACHE_DIR,
-    SHADOW_DIR,
+    claim, to_json, validate_id, CreateOptions, Runtime, ORIGIN_FILE, SECCOMP_CACHE_DIR, SHADOW_DIR,
 };
 use crate::cgroups;
 use crate::error::{Failure, Result};
@@ -76,6 +75,7 @@ impl Runtime {
         // Loaded before anything exists: bad rules are a config error and a
         // kernel without cgroup BPF stops here, with nothing to clean up.
         let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
+        let memfd_noexec = super::sysctl::memfd_noexec(&bundle.spec)?;
         let held = crate::init::privilege::to_hold(&bundle.spec);
         let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
         let wasm = match self.precompile_wasm(&bundle) {
@@ -130,6 +130,12 @@ impl Runtime {
                     .pid()
                     .ok_or_else(|| Failure::runtime("container has no init pid"))?;
                 super::loopback::bring_up(pid.as_raw())?;
+            }
+            if let Some(v) = memfd_noexec {
+                let pid = c
+                    .pid()
+                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                super::sysctl::apply(pid.as_raw(), v)?;
             }
             Ok(c)
         });
@@ -188,7 +194,13 @@ impl Runtime {
         let rootfs = fs::canonicalize(bundle.rootfs())?;
         let rewritten =
             super::compat::rewrite(&mut spec, &rootfs, &bundle.dir.join("config.json"))?;
-        if linux.cgroups_path().is_some() && held.is_empty() && !deny_first && !rewritten {
+        let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
+        if linux.cgroups_path().is_some()
+            && held.is_empty()
+            && !deny_first
+            && !rewritten
+            && !runtime_sysctl
+        {
             return Ok(None);
         }
         if linux.cgroups_path().is_none() {
@@ -201,6 +213,7 @@ impl Runtime {
             crate::cgroups::devices::with_default_deny(&mut spec);
         }
         crate::init::privilege::augment(&mut spec, held);
+        super::sysctl::strip(&mut spec);
         if let Some(mut root) = spec.root().clone() {
             root.set_path(bundle.dir.join(root.path()));
             spec.set_root(Some(root));

@@ -19,9 +19,11 @@ mod delete;
 mod exec;
 pub mod limits;
 pub mod loopback;
+mod mounts;
 pub mod poststop;
 mod run;
 pub mod signal;
+mod sysctl;
 
 use std::fs;
 use std::os::unix::ffi::OsStringExt;

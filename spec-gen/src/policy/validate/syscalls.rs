@@ -10,7 +10,7 @@ use super::super::{DEFAULT_DENY, NEVER_DENY};
 use super::values::choice_key;
 use crate::error::closest;
 use crate::policy::SeccompAction;
-use crate::syscalls;
+use crate::{guards, syscalls};
 
 pub(super) struct Syscalls {
     pub default_deny: bool,
@@ -46,6 +46,13 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Syscalls {
     } else {
         BTreeSet::new()
     };
+    // Guards (named argument rules, see guards.rs): syscall guards come
+    // with the built-in list, network guards always (they apply only when
+    // the network is restricted).
+    if default_deny {
+        set.extend(guards::names(guards::Kind::Syscall).map(String::from));
+    }
+    set.extend(guards::names(guards::Kind::Net).map(String::from));
     let allowed: HashSet<&str> = allow.iter().map(|a| *a.get_ref()).collect();
     for name in &deny {
         if known(d, name, "syscalls.deny") && denied_ok(d, name, &allowed) {
@@ -66,10 +73,13 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Syscalls {
 
 fn known(d: &mut Diags, s: &Spanned<&str>, key: &str) -> bool {
     let name = *s.get_ref();
-    if syscalls::is_known(name) {
+    if syscalls::is_known(name) || guards::find(name).is_some() {
         return true;
     }
-    let all = syscalls::Arch::ALL.iter().flat_map(|&a| syscalls::names(a));
+    let all = syscalls::Arch::ALL
+        .iter()
+        .flat_map(|&a| syscalls::names(a))
+        .chain(guards::GUARDS.iter().map(|g| g.name));
     d.suggest(
         s.span(),
         key,
@@ -107,7 +117,11 @@ fn denied_ok(d: &mut Diags, s: &Spanned<&str>, allowed: &HashSet<&str>) -> bool 
 /// silently do nothing, so it is most likely a mistake.
 fn allowed_ok(d: &mut Diags, s: &Spanned<&str>, default_deny: bool) -> bool {
     let name = *s.get_ref();
-    if default_deny && DEFAULT_DENY.contains(&name) {
+    let removable = match guards::find(name) {
+        Some(g) => default_deny || g.kind == guards::Kind::Net,
+        None => default_deny && DEFAULT_DENY.contains(&name),
+    };
+    if removable {
         return true;
     }
     let why = if default_deny {

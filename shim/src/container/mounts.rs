@@ -1,0 +1,204 @@
+//! Mount destinations resolved inside the rootfs, checked before anything
+//! is created (issue 14, the CVE-2025-52881 class): an image symlink such as
+//! `/evil -> /proc/sys/kernel` must not turn a bind at `/evil` into a mount
+//! over procfs or sysfs.
+//!
+//! Each destination is walked component by component on the host's view of
+//! the rootfs; a symlink's target is read (never followed by the host's
+//! resolver) and resolved against the rootfs root, so an absolute or `..`
+//! target can never leave the rootfs. What remains after the first missing
+//! component is taken literally (libcontainer creates it).
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use oci_spec::runtime::Mount;
+
+use crate::error::{Failure, Result};
+
+/// Symlinks followed for one destination before giving up (the kernel's
+/// MAXSYMLINKS).
+const MAX_LINKS: usize = 40;
+
+/// Files under /proc that runc lets a bind cover (lxcfs and friends).
+const PROC_ALLOWED: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/diskstats",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/swaps",
+    "/proc/uptime",
+    "/proc/loadavg",
+    "/proc/slabinfo",
+    "/proc/net/dev",
+    "/proc/sys/kernel/ns_last_pid",
+];
+
+/// `dest` (absolute, inside the container) with every symlink in the
+/// rootfs resolved, as a container path.
+pub fn resolve(rootfs: &Path, dest: &Path) -> std::io::Result<PathBuf> {
+    let mut todo: Vec<OsString> = components(dest);
+    todo.reverse(); // a stack: next component last
+    let mut cur: Vec<OsString> = Vec::new();
+    let mut links = 0;
+    while let Some(name) = todo.pop() {
+        if name == ".." {
+            cur.pop();
+            continue;
+        }
+        cur.push(name);
+        let host = cur.iter().fold(rootfs.to_path_buf(), |p, c| p.join(c));
+        let meta = match fs::symlink_metadata(&host) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // The rest does not exist yet: taken literally.
+                while let Some(rest) = todo.pop() {
+                    if rest == ".." {
+                        cur.pop();
+                    } else {
+                        cur.push(rest);
+                    }
+                }
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(std::io::Error::from_raw_os_error(libc::ELOOP));
+        }
+        let target = fs::read_link(&host)?;
+        cur.pop();
+        if target.is_absolute() {
+            cur.clear();
+        }
+        let mut more = components(&target);
+        more.reverse();
+        todo.extend(more);
+    }
+    Ok(cur.iter().fold(PathBuf::from("/"), |p, c| p.join(c)))
+}
+
+/// Normal and `..` components of a path, `.` and the root dropped.
+fn components(p: &Path) -> Vec<OsString> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a mount may sit at its resolved destination: procfs and sysfs
+/// only at /proc and /sys, cgroup filesystems under /sys/fs/cgroup, binds
+/// only over runc's few /proc files, and nothing reached through a symlink
+/// into /proc or /sys.
+fn allowed(m: &Mount, literal: &Path, resolved: &Path) -> bool {
+    let typ = m.typ().as_deref().unwrap_or_default();
+    let redirected = literal != resolved;
+    if resolved.starts_with("/proc") {
+        return (typ == "proc" && resolved == Path::new("/proc"))
+            || (!redirected && PROC_ALLOWED.iter().any(|p| resolved == Path::new(p)));
+    }
+    if resolved.starts_with("/sys") {
+        return !redirected
+            && (resolved == Path::new("/sys")
+                || resolved.starts_with("/sys/fs/cgroup")
+                || typ != "sysfs");
+    }
+    true
+}
+
+/// Refuses the spec if a mount destination resolves into /proc or /sys
+/// where it may not (config error: the bundle is at fault, nothing exists
+/// yet). runc 1.1.5 refuses the /proc cases from its init, as a runtime
+/// failure after create began.
+pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
+    for (i, m) in mounts.iter().enumerate() {
+        let dest = m.destination();
+        let literal = normalize(dest);
+        let resolved = resolve(rootfs, dest).map_err(|e| {
+            Failure::config(format!(
+                "{at}: mounts[{i}].destination {}: cannot resolve it inside the rootfs: {e}; fix the rootfs's symlinks",
+                dest.display()
+            ))
+        })?;
+        if !allowed(m, &literal, &resolved) {
+            let how = if literal == resolved {
+                String::new()
+            } else {
+                format!(
+                    " (through a symlink in the rootfs, to {})",
+                    resolved.display()
+                )
+            };
+            return Err(Failure::config(format!(
+                "{at}: mounts[{i}].destination {} resolves into {}{how}, where mounts are refused (they could cover procfs or sysfs files); mount it elsewhere or remove the symlink from the image",
+                dest.display(),
+                if resolved.starts_with("/proc") { "/proc" } else { "/sys" },
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A container path without `.`/`..` (lexically; `..` at the root stays).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out: Vec<OsString> = Vec::new();
+    for c in components(p) {
+        if c == ".." {
+            out.pop();
+        } else {
+            out.push(c);
+        }
+    }
+    out.iter().fold(PathBuf::from("/"), |p, c| p.join(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tmp() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sandboy-mounts-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(d.join("data/sub")).unwrap();
+        d
+    }
+
+    #[test]
+    fn symlinks_resolve_inside_the_rootfs() {
+        let r = tmp();
+        symlink("/proc/sys/kernel", r.join("evil")).unwrap();
+        symlink("../../../../proc", r.join("data/up")).unwrap();
+        symlink("sub", r.join("data/rel")).unwrap();
+        symlink("loop2", r.join("loop1")).unwrap();
+        symlink("loop1", r.join("loop2")).unwrap();
+        assert_eq!(
+            resolve(&r, Path::new("/evil")).unwrap(),
+            Path::new("/proc/sys/kernel")
+        );
+        assert_eq!(
+            resolve(&r, Path::new("/evil/x")).unwrap(),
+            Path::new("/proc/sys/kernel/x")
+        );
+        // `..` past the root stays at the root, never the host's parent.
+        assert_eq!(
+            resolve(&r, Path::new("/data/up")).unwrap(),
+            Path::new("/proc")
+        );
+        assert_eq!(
+            resolve(&r, Path::new("/data/rel/new")).unwrap(),
+            Path::new("/data/sub/new")
+        );
+        assert_eq!(resolve(&r, Path::new("/work")).unwrap(), Path::new("/work"));
+        assert!(resolve(&r, Path::new("/loop1")).is_err());
+        let _ = fs::remove_dir_all(&r);
+    }
+}

@@ -1,0 +1,400 @@
+//! Seccomp *guards*: named groups of argument-conditioned rules that close
+//! the ways around a policy which a plain deny list of syscall names cannot
+//! (issue 14): namespaces through `clone` flags, setuid/setgid modes,
+//! executable memfds, TCP Fast Open and MPTCP around Landlock's TCP hooks,
+//! `listen` on an unbound socket, and socket families or types no `[net]`
+//! rule covers.
+//!
+//! A guard is named like a syscall in `[syscalls]`: the *syscall* guards
+//! are part of the built-in deny list (`default_deny = true`), the
+//! *network* guards are on whenever the network is restricted (any `[net]`
+//! rule, or `namespace = "none"`), whatever `default_deny` says. Either kind
+//! is removed with `[syscalls] allow = ["<guard>"]` and added with
+//! `[syscalls] deny = ["<guard>"]`; UDP is opened by `[net] udp = [ports]`.
+//!
+//! Seccomp compares the raw 64-bit register, but the kernel reads `int`
+//! arguments (socket family, type, protocol, setsockopt level and name) as
+//! 32 bits: those are compared under a `0xffffffff` mask, so garbage in the
+//! upper half cannot slip a value past a rule. Flag and mode bits are
+//! compared one bit per rule (`SCMP_CMP_MASKED_EQ`), the only way seccomp
+//! can test "any of these bits".
+
+use oci_spec::runtime::{
+    LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder, LinuxSeccompOperator, LinuxSyscall,
+};
+
+use crate::policy::{NetNamespace, Policy, SeccompAction};
+
+/// When a guard applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Part of the built-in deny list (`default_deny = true`).
+    Syscall,
+    /// On whenever the network is restricted (any `[net]` rule or
+    /// `namespace = "none"`).
+    Net,
+}
+
+/// One guard: its name (as written in `[syscalls]`), kind and a sentence
+/// for `explain`.
+#[derive(Debug, Clone, Copy)]
+pub struct Guard {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub what: &'static str,
+}
+
+/// Every guard, by name.
+pub const GUARDS: &[Guard] = &[
+    Guard {
+        name: "clone-namespaces",
+        kind: Kind::Syscall,
+        what: "clone with a CLONE_NEW* flag is refused and clone3 fails with ENOSYS (libc falls back to clone): no new namespaces",
+    },
+    Guard {
+        name: "setuid-modes",
+        kind: Kind::Syscall,
+        what: "chmod/fchmod/fchmodat/fchmodat2 and the create modes of open/openat/creat/mknod/mknodat with S_ISUID or S_ISGID are refused; openat2 fails with ENOSYS (libc falls back to openat)",
+    },
+    Guard {
+        name: "memfd-exec",
+        kind: Kind::Syscall,
+        what: "memfd_create with MFD_EXEC is refused",
+    },
+    Guard {
+        name: "tcp-fastopen",
+        kind: Kind::Net,
+        what: "MSG_FASTOPEN in sendto/sendmsg/sendmmsg fails with EOPNOTSUPP, setsockopt TCP_FASTOPEN/TCP_FASTOPEN_CONNECT with ENOPROTOOPT (Landlock's TCP connect hook does not see a Fast Open connect)",
+    },
+    Guard {
+        name: "mptcp",
+        kind: Kind::Net,
+        what: "IPPROTO_MPTCP sockets fail with EPROTONOSUPPORT (programs fall back to TCP, which Landlock checks)",
+    },
+    Guard {
+        name: "unbound-listen",
+        kind: Kind::Net,
+        what: "with bind = [], listen() fails with EACCES for every socket (an unbound socket's listen takes an ephemeral port Landlock never sees; UNIX socket servers are refused too)",
+    },
+    Guard {
+        name: "socket-raw",
+        kind: Kind::Net,
+        what: "SOCK_RAW and SOCK_PACKET sockets in AF_INET/AF_INET6 and ICMP datagram (ping) sockets fail with EACCES",
+    },
+    Guard {
+        name: "socket-sctp",
+        kind: Kind::Net,
+        what: "SCTP sockets (IPPROTO_SCTP, SOCK_SEQPACKET in AF_INET/AF_INET6) fail with EACCES",
+    },
+    Guard {
+        name: "socket-netlink",
+        kind: Kind::Net,
+        what: "netlink sockets other than NETLINK_ROUTE (sock_diag, netfilter, audit, …) fail with EACCES; NETLINK_ROUTE stays open for getaddrinfo and ip",
+    },
+    Guard {
+        name: "socket-families",
+        kind: Kind::Net,
+        what: "address families other than AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (AF_PACKET, AF_VSOCK — not network-namespaced —, AF_BLUETOOTH, AF_CAN, AF_ALG, AF_XDP, …) fail with EACCES",
+    },
+];
+
+/// The guard called `name`, if any.
+pub fn find(name: &str) -> Option<&'static Guard> {
+    GUARDS.iter().find(|g| g.name == name)
+}
+
+/// Names of the guards of one kind.
+pub fn names(kind: Kind) -> impl Iterator<Item = &'static str> {
+    GUARDS
+        .iter()
+        .filter(move |g| g.kind == kind)
+        .map(|g| g.name)
+}
+
+/// Whether the policy restricts the network (and so gets the network
+/// guards): any TCP/UDP rule, or an own network namespace.
+pub fn net_restricted(p: &Policy) -> bool {
+    p.net_namespace == NetNamespace::None
+        || !p.connect.is_empty()
+        || !p.bind.is_empty()
+        || !p.udp.is_empty()
+}
+
+// Kernel ABI constants (include/uapi); the same on x86_64 and aarch64.
+const CLONE_NEW: &[u64] = &[
+    0x0002_0000, // CLONE_NEWNS
+    0x0200_0000, // CLONE_NEWCGROUP
+    0x0400_0000, // CLONE_NEWUTS
+    0x0800_0000, // CLONE_NEWIPC
+    0x1000_0000, // CLONE_NEWUSER
+    0x2000_0000, // CLONE_NEWPID
+    0x4000_0000, // CLONE_NEWNET
+];
+const S_ISUID: u64 = 0o4000;
+const S_ISGID: u64 = 0o2000;
+const MFD_EXEC: u64 = 0x10;
+const MSG_FASTOPEN: u64 = 0x2000_0000;
+const IPPROTO_TCP: u64 = 6;
+const TCP_FASTOPEN: u64 = 23;
+const TCP_FASTOPEN_CONNECT: u64 = 30;
+const IPPROTO_ICMP: u64 = 1;
+const IPPROTO_ICMPV6: u64 = 58;
+const IPPROTO_SCTP: u64 = 132;
+const IPPROTO_MPTCP: u64 = 262;
+const AF_INET: u64 = 2;
+const AF_INET6: u64 = 10;
+const AF_NETLINK: u64 = 16;
+const NETLINK_ROUTE: u64 = 0;
+const SOCK_TYPE_MASK: u64 = 0xf; // strips SOCK_NONBLOCK | SOCK_CLOEXEC
+const SOCK_DGRAM: u64 = 2;
+const SOCK_RAW: u64 = 3;
+const SOCK_SEQPACKET: u64 = 5;
+const SOCK_PACKET: u64 = 10;
+const INT: u64 = 0xffff_ffff;
+
+const EPERM: u32 = 1;
+const EACCES: u32 = 13;
+const ENOSYS: u32 = 38;
+const ENOPROTOOPT: u32 = 92;
+const EPROTONOSUPPORT: u32 = 93;
+const EOPNOTSUPP: u32 = 95;
+
+/// `(arg[index] & mask) == value`.
+fn masked(index: usize, mask: u64, value: u64) -> LinuxSeccompArg {
+    LinuxSeccompArgBuilder::default()
+        .index(index)
+        .value(mask)
+        .value_two(value)
+        .op(LinuxSeccompOperator::ScmpCmpMaskedEq)
+        .build()
+        .expect("all fields set")
+}
+
+/// `arg[index] op value` (full 64 bits).
+fn cmp(index: usize, op: LinuxSeccompOperator, value: u64) -> LinuxSeccompArg {
+    LinuxSeccompArgBuilder::default()
+        .index(index)
+        .value(value)
+        .op(op)
+        .build()
+        .expect("all fields set")
+}
+
+/// The verdict of a guard rule: `log` policies only log; otherwise the
+/// rule's errno (`None`: the policy's own action, EPERM or kill).
+#[derive(Clone, Copy)]
+struct Verdict {
+    action: SeccompAction,
+    errno: Option<u32>,
+}
+
+fn rule(names: &[&str], v: Verdict, args: Vec<LinuxSeccompArg>) -> LinuxSyscall {
+    let mut r = LinuxSyscall::default();
+    r.set_names(names.iter().map(|s| s.to_string()).collect());
+    match (v.action, v.errno) {
+        (SeccompAction::Log, _) => {
+            r.set_action(LinuxSeccompAction::ScmpActLog);
+        }
+        (SeccompAction::Kill, None) => {
+            r.set_action(LinuxSeccompAction::ScmpActKillProcess);
+        }
+        (SeccompAction::Errno, None) => {
+            r.set_action(LinuxSeccompAction::ScmpActErrno);
+            r.set_errno_ret(Some(EPERM));
+        }
+        (_, Some(e)) => {
+            r.set_action(LinuxSeccompAction::ScmpActErrno);
+            r.set_errno_ret(Some(e));
+        }
+    }
+    if !args.is_empty() {
+        r.set_args(Some(args));
+    }
+    r
+}
+
+/// One rule per bit: `syscall(arg[index] has bit)`.
+fn per_bit(out: &mut Vec<LinuxSyscall>, name: &str, index: usize, bits: &[u64], v: Verdict) {
+    for &b in bits {
+        out.push(rule(&[name], v, vec![masked(index, b, b)]));
+    }
+}
+
+/// The seccomp rules of the guards a policy has on, in [`GUARDS`] order.
+pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
+    let own = Verdict {
+        action: p.action,
+        errno: None,
+    };
+    let fixed = |e: u32| Verdict {
+        action: p.action,
+        errno: Some(e),
+    };
+    let net = net_restricted(p);
+    let mut out = Vec::new();
+    for g in GUARDS {
+        if !p.deny.iter().any(|d| d == g.name) || (g.kind == Kind::Net && !net) {
+            continue;
+        }
+        match g.name {
+            "clone-namespaces" => {
+                per_bit(&mut out, "clone", 0, CLONE_NEW, own);
+                out.push(rule(&["clone3"], fixed(ENOSYS), vec![]));
+            }
+            "setuid-modes" => {
+                let bits = [S_ISUID, S_ISGID];
+                for (name, index) in [
+                    ("chmod", 1),
+                    ("fchmod", 1),
+                    ("fchmodat", 2),
+                    ("fchmodat2", 2),
+                    ("creat", 1),
+                    ("open", 2),
+                    ("openat", 3),
+                    ("mknod", 1),
+                    ("mknodat", 2),
+                ] {
+                    per_bit(&mut out, name, index, &bits, own);
+                }
+                out.push(rule(&["openat2"], fixed(ENOSYS), vec![]));
+            }
+            "memfd-exec" => per_bit(&mut out, "memfd_create", 1, &[MFD_EXEC], own),
+            "tcp-fastopen" => {
+                let v = fixed(EOPNOTSUPP);
+                per_bit(&mut out, "sendto", 3, &[MSG_FASTOPEN], v);
+                per_bit(&mut out, "sendmsg", 2, &[MSG_FASTOPEN], v);
+                per_bit(&mut out, "sendmmsg", 3, &[MSG_FASTOPEN], v);
+                for opt in [TCP_FASTOPEN, TCP_FASTOPEN_CONNECT] {
+                    out.push(rule(
+                        &["setsockopt"],
+                        fixed(ENOPROTOOPT),
+                        vec![masked(1, INT, IPPROTO_TCP), masked(2, INT, opt)],
+                    ));
+                }
+            }
+            "mptcp" => out.push(rule(
+                &["socket"],
+                fixed(EPROTONOSUPPORT),
+                vec![masked(2, INT, IPPROTO_MPTCP)],
+            )),
+            "unbound-listen" if p.bind.is_empty() => {
+                out.push(rule(&["listen"], fixed(EACCES), vec![]));
+            }
+            "unbound-listen" => {}
+            "socket-raw" => {
+                let v = fixed(EACCES);
+                // Only in the inet families: netlink sockets are SOCK_RAW
+                // too, and AF_PACKET is refused with the exotic families.
+                for fam in [AF_INET, AF_INET6] {
+                    for t in [SOCK_RAW, SOCK_PACKET] {
+                        out.push(rule(
+                            &["socket"],
+                            v,
+                            vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, t)],
+                        ));
+                    }
+                }
+                for (fam, proto) in [(AF_INET, IPPROTO_ICMP), (AF_INET6, IPPROTO_ICMPV6)] {
+                    out.push(rule(
+                        &["socket"],
+                        v,
+                        vec![
+                            masked(0, INT, fam),
+                            masked(1, SOCK_TYPE_MASK, SOCK_DGRAM),
+                            masked(2, INT, proto),
+                        ],
+                    ));
+                }
+            }
+            "socket-sctp" => {
+                let v = fixed(EACCES);
+                for fam in [AF_INET, AF_INET6] {
+                    out.push(rule(
+                        &["socket"],
+                        v,
+                        vec![masked(0, INT, fam), masked(2, INT, IPPROTO_SCTP)],
+                    ));
+                    out.push(rule(
+                        &["socket"],
+                        v,
+                        vec![
+                            masked(0, INT, fam),
+                            masked(1, SOCK_TYPE_MASK, SOCK_SEQPACKET),
+                        ],
+                    ));
+                }
+            }
+            "socket-netlink" => out.push(rule(
+                &["socket"],
+                fixed(EACCES),
+                vec![
+                    masked(0, INT, AF_NETLINK),
+                    cmp(2, LinuxSeccompOperator::ScmpCmpNe, NETLINK_ROUTE),
+                ],
+            )),
+            "socket-families" => {
+                let v = fixed(EACCES);
+                // Allowed: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16
+                // (AF_UNSPEC 0 fails in the kernel). A value above 16 in
+                // the low half is above 16 in the whole register too.
+                for fam in (3..=9).chain(11..=15) {
+                    out.push(rule(&["socket"], v, vec![masked(0, INT, fam)]));
+                }
+                out.push(rule(
+                    &["socket"],
+                    v,
+                    vec![cmp(0, LinuxSeccompOperator::ScmpCmpGt, AF_NETLINK)],
+                ));
+            }
+            other => unreachable!("guard {other} has no rules"),
+        }
+    }
+    // UDP: opened by `[net] udp`; seccomp cannot see ports, so a listed
+    // port opens UDP sockets for every port (see explain).
+    if net && p.udp.is_empty() {
+        for fam in [AF_INET, AF_INET6] {
+            out.push(rule(
+                &["socket"],
+                fixed(EACCES),
+                vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, SOCK_DGRAM)],
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syscalls;
+
+    #[test]
+    fn guard_names_are_not_syscalls() {
+        for g in GUARDS {
+            assert!(!syscalls::is_known(g.name), "{} is a syscall name", g.name);
+        }
+    }
+
+    #[test]
+    fn every_guard_renders() {
+        let src = "version = 1\nname = \"t\"\n[net]\nnamespace = \"none\"\n[process]\nargs = [\"/bin/true\"]\n";
+        let p = Policy::parse(src, "t.toml", std::path::Path::new("/")).unwrap();
+        let r = rules(&p);
+        for name in [
+            "clone",
+            "clone3",
+            "chmod",
+            "openat2",
+            "memfd_create",
+            "sendto",
+            "setsockopt",
+            "listen",
+            "socket",
+        ] {
+            assert!(
+                r.iter().any(|x| x.names().iter().any(|n| n == name)),
+                "{name}"
+            );
+        }
+    }
+}
