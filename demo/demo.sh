@@ -70,7 +70,19 @@ attempt "mount (seccomp default deny)"                syscall mount
 attempt "connect to an unlisted port (127.0.0.1:80)"  connect 80
 "$SB" --root "$root" delete --force "$id"
 
-say "5. A WebAssembly adapter turns an Infer# report into SARIF (no imports, fuel, deadline, memory cap)"
+say "5. sandboy wrap: a host command confined for an ordinary user (nobody), no root needed"
+chmod 0755 "$work"; install -d -m 0755 "$work/user" && install -m 0755 "$SB" "$work/user/sandboy"
+install -d -o nobody "$work/user/checkout"
+as_nobody() { (cd "$work/user/checkout" && runuser -u nobody -- "$@"); }
+show as_nobody "$work/user/sandboy" wrap --exec /usr/bin --rw . -- sh -c 'echo built > out.txt && cat out.txt'
+show as_nobody "$work/user/sandboy" wrap --exec /usr/bin --rw . -- cat /etc/passwd || true
+show as_nobody "$work/user/sandboy" wrap --exec /usr/bin/sh --rw . -- /usr/bin/id || true
+
+say "6. Refusals explained: a policy error located and taught, before anything runs"
+printf 'version = 1\n[fs]\nwrtie = ["/tmp"]\n[limits]\nmemory = 512\n' > "$work/bad.toml"
+show "$SG" check "$work/bad.toml" || true
+
+say "7. A WebAssembly adapter turns an Infer# report into SARIF (no imports, fuel, deadline, memory cap)"
 if [ -f "$target/components/infersharp.wasm" ]; then
   bash "$repo/bundles/adapter.sh" "$work/adapter" infersharp "$repo/bundles/fixtures/infersharp/report.json" >/dev/null
   "$SB" --root "$root" run --bundle "$work/adapter" demo-adapter-$$ > "$work/out.sarif"
@@ -93,7 +105,7 @@ fi
 say "Try next"
 cat <<TXT
     $SB --help                                   # the runc-compatible CLI
-    $SB wrap --policy policies/strict.toml -- sh -c 'id; ls /root'
+    $SB wrap --policy policies/strict.toml -- sh -c 'echo strict-ok > /tmp/out && cat /tmp/out'
     $SG check policies/*.toml                     # located errors, exit 2 on a bad policy
     podman --runtime $SB run --rm --rootfs <dir> true   # see deploy/README.md
     make test   |   make bench

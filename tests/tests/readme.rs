@@ -1,0 +1,70 @@
+//! The README's first quick start runs verbatim, as an ordinary user the
+//! test creates: the commands are read from the README itself (the block
+//! after `<!-- quickstart:wrap`), so they cannot drift from what works.
+
+use std::fs;
+
+use sandboy_tests::{repo, sandboy_bin, text, TempDir, TestUser};
+
+fn quickstart_block(readme: &str, marker: &str) -> String {
+    let start = readme
+        .find(marker)
+        .unwrap_or_else(|| panic!("README.md has no {marker} marker"));
+    let rest = &readme[start..];
+    let open = rest
+        .find("```sh\n")
+        .expect("a ```sh block after the marker")
+        + 6;
+    let close = rest[open..].find("```").expect("the block is closed") + open;
+    rest[open..close].to_owned()
+}
+
+#[test]
+fn readme_wrap_quick_start_runs_verbatim_as_an_ordinary_user() {
+    let test = "readme_wrap_quick_start_runs_verbatim_as_an_ordinary_user";
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let block = quickstart_block(&readme, "<!-- quickstart:wrap");
+    // "After make install, from this checkout": sandboy on PATH, and a copy
+    // of the checkout's policies in a directory the user owns.
+    let dir = TempDir::new("readme");
+    let bin = user.reachable_copy(&sandboy_bin(), &dir);
+    let checkout = dir.path().join("checkout");
+    fs::create_dir_all(checkout.join("policies")).unwrap();
+    for p in fs::read_dir(repo().join("policies")).unwrap() {
+        let p = p.unwrap().path();
+        fs::copy(&p, checkout.join("policies").join(p.file_name().unwrap())).unwrap();
+    }
+    for p in [&checkout, &checkout.join("policies")] {
+        user.chown(p);
+    }
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        bin.parent().unwrap().display()
+    );
+    let o = user
+        .cmd("sh")
+        .arg("-c")
+        .arg(&block)
+        .current_dir(&checkout)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "quick start failed: {out}\n{err}");
+    // Allowed: the working directory is writable, /usr/bin runs.
+    assert!(out.contains("built\n"), "{out}\n{err}");
+    assert_eq!(
+        fs::read_to_string(checkout.join("out.txt")).unwrap(),
+        "built\n"
+    );
+    // Denied: /etc/passwd is listed nowhere.
+    assert!(out.contains("refused: exit 1"), "{out}\n{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(!out.contains("root:x:0:0"), "{out}");
+    // A policy file: private /tmp, no network.
+    assert!(out.contains("strict-ok\n"), "{out}\n{err}");
+}
