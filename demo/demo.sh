@@ -105,7 +105,7 @@ fi
 say "Try next"
 cat <<TXT
     $SB --help                                   # the runc-compatible CLI
-    $SB wrap --policy policies/strict.toml -- sh -c 'echo strict-ok > /tmp/out && cat /tmp/out'
+    $SB wrap --policy policies/strict.toml -- sh -c 'cat /etc/hostname && echo strict-ok'
     $SG check policies/*.toml                     # located errors, exit 2 on a bad policy
     podman --runtime $SB run --rm --rootfs <dir> true   # see deploy/README.md
     make test   |   make bench

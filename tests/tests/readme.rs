@@ -28,10 +28,10 @@ fn readme_wrap_quick_start_runs_verbatim_as_an_ordinary_user() {
     let readme = fs::read_to_string(repo().join("README.md")).unwrap();
     let block = quickstart_block(&readme, "<!-- quickstart:wrap");
     // "After make install, from this checkout": sandboy on PATH, and a copy
-    // of the checkout's policies in a directory the user owns.
+    // of the checkout's policies in the user's home, where checkouts live.
     let dir = TempDir::new("readme");
     let bin = user.reachable_copy(&sandboy_bin(), &dir);
-    let checkout = dir.path().join("checkout");
+    let checkout = std::path::PathBuf::from(format!("/home/{}/checkout", user.name));
     fs::create_dir_all(checkout.join("policies")).unwrap();
     for p in fs::read_dir(repo().join("policies")).unwrap() {
         let p = p.unwrap().path();
@@ -41,7 +41,7 @@ fn readme_wrap_quick_start_runs_verbatim_as_an_ordinary_user() {
         user.chown(p);
     }
     let path = format!(
-        "{}:/usr/local/bin:/usr/bin:/bin",
+        "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
         bin.parent().unwrap().display()
     );
     let o = user
