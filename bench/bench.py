@@ -122,9 +122,6 @@ def main():
             for argv in (["create", "--bundle", b, "rss"], ["start", "rss"], ["delete", "--force", "rss"]):
                 samples[name]["rss"].append(peak_rss_kib([bin, *root, *argv]))
 
-    def med(xs):
-        return statistics.median(xs) if xs else float("nan")
-
     print(f"lifecycle of busybox /bin/true, {n} interleaved iterations, medians in ms")
     print(f"{'runtime':<16}{'run+delete':>12}{'create':>9}{'start':>9}{'delete':>9}{'c+s+d':>9}{'peak RSS':>11}")
     table = {}
@@ -158,6 +155,15 @@ def main():
         return med([x - y for x, y in zip(xs, ys)])
     print(f"strict policy overhead (sandboy+strict - sandboy, median of paired differences):"
           f" run+delete {paired('run'):+.1f} ms, create+start+delete {paired('csd'):+.1f} ms")
+    finish(failures, roots)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def finish(failures, roots):
+    """Say which runtimes failed (and how), and remove the state roots."""
     for name, err in failures.items():
         print(f"FAILED runs for {name}: {err}")
     for r in roots.values():

@@ -9,14 +9,12 @@ Usage: seccomp.py SANDBOY_BIN ENGINE_BUNDLE PERSONALITY_BUNDLE GETPPID_BUNDLE [N
 """
 import os
 import random
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench import peers, timed  # noqa: E402
+from bench import finish, med, peers, timed  # noqa: E402
 
 
 def ns_per_call(argv):
@@ -52,9 +50,6 @@ def main():
                 if v is not None:
                     samples[name][key].append(v)
 
-    def med(xs):
-        return statistics.median(xs) if xs else float("nan")
-
     print(f"podman's default seccomp profile, {n} interleaved iterations, medians")
     print(f"{'runtime':<10}{'run+delete ms':>15}{'personality ns':>16}{'getppid ns':>12}")
     for name in runtimes:
@@ -69,10 +64,7 @@ def main():
         print(f"  vs {peer:<5} run+delete {med(base['run'])/med(s['run']):.2f}"
               f"   personality {med(base['personality'])/med(s['personality']):.2f}"
               f"   getppid {med(base['getppid'])/med(s['getppid']):.2f}")
-    for name, err in failures.items():
-        print(f"FAILED runs for {name}: {err}")
-    for r in roots.values():
-        shutil.rmtree(r, ignore_errors=True)
+    finish(failures, roots)
 
 
 if __name__ == "__main__":
