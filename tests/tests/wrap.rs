@@ -156,7 +156,13 @@ fn wrap_cleans_up_after_sigkill_and_enforces_timeout() {
 fn wrap_rejects_bad_policy_with_location() {
     let dir = TempDir::new("wrapbad");
     let p = dir.path().join("bad.toml");
-    fs::write(&p, "version = 1\nname = \"x\"\n[fs]\nread = [\"relative/path\"]\n[process]\nargs = [\"true\"]\n").unwrap();
+    // Relative paths are wrap's own (the working directory); one that climbs
+    // out with `..` is still a located policy error.
+    fs::write(
+        &p,
+        "version = 1\nname = \"x\"\n[fs]\nread = [\"../up\"]\n[process]\nargs = [\"true\"]\n",
+    )
+    .unwrap();
     let rt = Runtime::sandboy();
     let o = capture(&mut wrap(&rt, &p, "wrapbad", &["true"]));
     assert_exit(&o, 2);

@@ -664,10 +664,30 @@ impl Collector {
         }
     }
 
-    fn add(&mut self, d: Denial) {
+    fn add(&mut self, mut d: Denial) {
         self.dirty = true;
         if let Some(&i) = self.seen.get(&d.key()) {
             self.denials[i].count += 1;
+            return;
+        }
+        // When the kernel's backlog overflows it drops the SYSCALL record
+        // that names the process: such a refusal joins the same refusal of
+        // a named process, and a named one completes an unnamed entry.
+        let unnamed = (d.kind.clone(), d.target.clone(), None);
+        if d.comm.is_none() {
+            if let Some(i) = self
+                .denials
+                .iter()
+                .position(|x| (&x.kind, &x.target) == (&d.kind, &d.target))
+            {
+                self.denials[i].count += 1;
+                return;
+            }
+        } else if let Some(i) = self.seen.remove(&unnamed) {
+            let entry = &mut self.denials[i];
+            d.count = entry.count + 1;
+            *entry = d;
+            self.seen.insert(entry.key(), i);
             return;
         }
         if self.denials.len() >= MAX_DISTINCT {

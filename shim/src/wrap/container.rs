@@ -64,7 +64,7 @@ pub fn run(
             },
         )
         .map_err(|e| Failure::config(e.to_string()))?;
-        private_daemon_dirs(&mut spec, &policy.write);
+        private_daemon_dirs(&mut spec, &policy.write, Path::new(&policy.cwd));
         let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
         fs::write(work.join("config.json"), json)?;
         bind_host_root(&rootfs)?;
@@ -89,8 +89,10 @@ pub fn run(
 /// the container's own tmpfs unless the policy lists them in `[fs] write`.
 /// They go before the first bind mount, so write paths below them are
 /// bound on top. A symlink (Debian's `/var/run -> /run`) is left alone: the
-/// mount would land on its target.
-fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String]) {
+/// mount would land on its target. The caller's working directory stays
+/// reachable when one of them would hide it (a checkout under /tmp): it is
+/// bound read-only, and what the step may do there is Landlock's to say.
+fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String], cwd: &Path) {
     let mut mounts = spec.mounts().clone().unwrap_or_default();
     let at = mounts
         .iter()
@@ -100,17 +102,28 @@ fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String]) {
         .into_iter()
         .filter(|d| !write.iter().any(|w| w == d || w == "/"))
         .filter(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
-        .map(|d| {
-            let mut m = oci_spec::runtime::Mount::default();
-            m.set_destination(PathBuf::from(d))
-                .set_typ(Some("tmpfs".into()))
-                .set_source(Some(PathBuf::from("tmpfs")))
-                .set_options(Some(
-                    ["nosuid", "nodev", "mode=1777"].map(String::from).to_vec(),
-                ));
-            m
-        });
-    mounts.splice(at..at, private);
+        .collect::<Vec<_>>();
+    let hides_cwd =
+        private.iter().any(|d| cwd.starts_with(d)) && !write.iter().any(|w| cwd.starts_with(w));
+    let tmpfs = private.into_iter().map(|d| {
+        let mut m = oci_spec::runtime::Mount::default();
+        m.set_destination(PathBuf::from(d))
+            .set_typ(Some("tmpfs".into()))
+            .set_source(Some(PathBuf::from("tmpfs")))
+            .set_options(Some(
+                ["nosuid", "nodev", "mode=1777"].map(String::from).to_vec(),
+            ));
+        m
+    });
+    mounts.splice(at..at, tmpfs);
+    if hides_cwd {
+        let mut m = oci_spec::runtime::Mount::default();
+        m.set_destination(cwd.to_path_buf())
+            .set_typ(Some("bind".into()))
+            .set_source(Some(cwd.to_path_buf()))
+            .set_options(Some(["rbind", "ro"].map(String::from).to_vec()));
+        mounts.push(m);
+    }
     spec.set_mounts(Some(mounts));
 }
 
