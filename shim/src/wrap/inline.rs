@@ -6,11 +6,10 @@
 //! model. With `--policy` too, the file is validated on its own (its errors
 //! keep their file:line:column) and the flags' rules are added to it.
 //!
-//! Relative flag paths resolve against the working directory here.
-// TODO(relative paths): once `Policy::resolve_relative(cwd, home)` lands in
-// spec-gen, emit the flags' paths as given and call it instead of
-// `absolute` below; `name` and `[process]` can then be dropped from the
-// generated text too.
+//! Relative flag paths resolve against the working directory here, before
+//! the text is parsed (a flag's `~` is the shell's business); relative
+//! paths in a policy file are resolved by `Policy::resolve_relative` in
+//! `wrap::load_policy`.
 
 use std::path::Path;
 
