@@ -282,6 +282,9 @@ fn warn_lines_with(path: &Path, id: &str, word: &str) -> Vec<String> {
         .collect()
 }
 
+/// /work is a host bind in the write list, /outside a `rw` bind in none,
+/// /tmp a write-path tmpfs; only /bin executes (syscalls: the default deny
+/// list, errno).
 const FS_POLICY: &str = r#"
 version = 1
 name = "escape-fs"
@@ -303,9 +306,6 @@ options = ["rbind", "rw"]
 source = "./outside"
 destination = "/outside"
 options = ["rbind", "rw"]
-
-[syscalls]
-action = "errno"
 "#;
 
 // ---------------------------------------------------------------------------
@@ -1209,27 +1209,6 @@ fn exec_into_a_container_is_as_confined_as_its_init() {
 // ---------------------------------------------------------------------------
 // Issue 14: the ways around the policy that a deny list of names missed
 
-/// /work is a host bind in the write list, /outside a `rw` bind in none,
-/// /tmp a write-path tmpfs; only /bin executes.
-const ISSUE14_POLICY: &str = r#"
-version = 1
-name = "escape-14"
-[landlock]
-mode = "enforce"
-[fs]
-read = ["/etc", "/data"]
-exec = ["/bin"]
-write = ["/tmp", "/work"]
-[[mount]]
-source = "./work"
-destination = "/work"
-options = ["rbind", "rw"]
-[[mount]]
-source = "./outside"
-destination = "/outside"
-options = ["rbind", "rw"]
-"#;
-
 fn with_syscalls(policy: &str, syscalls: &str) -> String {
     format!("{policy}\n[syscalls]\n{syscalls}\n")
 }
@@ -1278,7 +1257,7 @@ fn clone_with_namespace_flags_is_refused_plain_clone_and_fork_work() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(ISSUE14_POLICY);
+    let s = Sandbox::generated(FS_POLICY);
     expect_table(
         &s,
         &[
@@ -1296,10 +1275,7 @@ fn clone_with_namespace_flags_is_refused_plain_clone_and_fork_work() {
         ],
     );
     // The guard's opt-in: the same user namespace is then made.
-    let s = Sandbox::generated(&with_syscalls(
-        ISSUE14_POLICY,
-        r#"allow = ["clone-namespaces"]"#,
-    ));
+    let s = Sandbox::generated(&with_syscalls(FS_POLICY, r#"allow = ["clone-namespaces"]"#));
     expect_table(
         &s,
         &[
@@ -1309,7 +1285,7 @@ fn clone_with_namespace_flags_is_refused_plain_clone_and_fork_work() {
         ],
     );
     // action = "kill": the policy's action applies to the flags rule.
-    let s = Sandbox::generated(&with_syscalls(ISSUE14_POLICY, r#"action = "kill""#));
+    let s = Sandbox::generated(&with_syscalls(FS_POLICY, r#"action = "kill""#));
     let o = s.run(&["/bin/probe", "clone", "10000000"]);
     assert_exit(&o, 128 + libc::SIGSYS);
     let o = s.run(&["/bin/probe", "clone", "0"]);
@@ -1323,7 +1299,7 @@ fn setuid_modes_are_refused_and_a_host_user_gets_no_privilege() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(ISSUE14_POLICY);
+    let s = Sandbox::generated(FS_POLICY);
     expect_table(
         &s,
         &[
@@ -1371,7 +1347,7 @@ fn rw_mount_outside_write_paths_is_read_only_metadata_included() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(ISSUE14_POLICY);
+    let s = Sandbox::generated(FS_POLICY);
     let o = s.run(&[
         "/bin/sh",
         "-c",
@@ -1398,7 +1374,7 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(ISSUE14_POLICY);
+    let s = Sandbox::generated(FS_POLICY);
     let o = s.run(&[
         "/bin/sh",
         "-c",
@@ -1422,9 +1398,8 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
         text(&o.stderr)
     );
     // Counterpart: a write path that is also an exec path is not noexec.
-    let s = Sandbox::generated(
-        &ISSUE14_POLICY.replace(r#"exec = ["/bin"]"#, r#"exec = ["/bin", "/tmp"]"#),
-    );
+    let s =
+        Sandbox::generated(&FS_POLICY.replace(r#"exec = ["/bin"]"#, r#"exec = ["/bin", "/tmp"]"#));
     let o = s.run(&[
         "/bin/sh",
         "-c",
@@ -1564,7 +1539,7 @@ fn mount_through_image_symlink_into_proc_is_refused() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(ISSUE14_POLICY);
+    let s = Sandbox::generated(FS_POLICY);
     let rootfs = s.bundle.rootfs();
     std::os::unix::fs::symlink("/proc/sys/kernel", rootfs.join("evil")).unwrap();
     std::os::unix::fs::symlink("../data", rootfs.join("fine")).unwrap();
