@@ -239,27 +239,14 @@ fn system_calls(o: &mut String, p: &Policy) {
         }
         let _ = writeln!(o, "  guard {}: {}", g.name, g.what);
     }
-    if p.default_deny {
-        let removed: Vec<String> = DEFAULT_DENY
-            .iter()
-            .copied()
-            .chain(guards::names(guards::Kind::Syscall))
-            .filter(|d| !p.deny.iter().any(|x| x == *d))
-            .map(|d| d.to_string())
-            .collect();
-        if !removed.is_empty() {
-            let _ = writeln!(
-                o,
-                "  allowed back from the built-in list: {}",
-                list(&removed)
-            );
-        }
-    } else {
+    if !p.default_deny {
         let _ = writeln!(o, "  (the built-in deny list is switched off)");
         return;
     }
     let removed: Vec<String> = DEFAULT_DENY
         .iter()
+        .copied()
+        .chain(guards::names(guards::Kind::Syscall))
         .filter(|d| !p.deny.iter().any(|x| x == *d))
         .map(|d| d.to_string())
         .collect();

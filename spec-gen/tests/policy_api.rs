@@ -139,3 +139,30 @@ args = ["/bin/true"]
     // directory /tmp/y behind it) gets a tmpfs of its own.
     assert_eq!(tmpfs, ["/a", "/sysx", "/rw/y"]);
 }
+
+/// A syscall allowed back from the built-in list is said once, and the
+/// allowed-back line names it (and only what was removed).
+#[test]
+fn explain_names_what_was_allowed_back_once() {
+    let p = parse(
+        r#"version = 1
+[syscalls]
+allow = ["ptrace"]
+[process]
+args = ["/bin/true"]
+"#,
+    );
+    let text = sandboy_spec_gen::explain::explain(&p);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("allowed back from the built-in list"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["  allowed back from the built-in list: ptrace"],
+        "{text}"
+    );
+    // Nothing allowed back: no such line.
+    let p = parse("version = 1\n[process]\nargs = [\"/bin/true\"]\n");
+    assert!(!sandboy_spec_gen::explain::explain(&p).contains("allowed back"));
+}
