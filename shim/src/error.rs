@@ -75,10 +75,15 @@ impl From<LibcontainerError> for Failure {
             | LibcontainerError::InvalidInput(_) => Kind::Config,
             _ => Kind::Runtime,
         };
-        Failure {
-            kind,
-            message: chain(&err),
-        }
+        // libcontainer wraps the init's error in two fixed phrases that
+        // say nothing the caller does not know.
+        let message = chain(&err)
+            .replace("failed to create container: ", "")
+            .replace(
+                "exec process failed with error error in executing process : ",
+                "",
+            );
+        Failure { kind, message }
     }
 }
 

@@ -89,7 +89,8 @@ fn main() {
 
     let code = match cli::dispatch(&cli.global, command) {
         Ok(code) => code,
-        Err(failure) => {
+        Err(mut failure) => {
+            failure.message = logging::explain(&failure.message);
             if cli.global.log.is_some() {
                 // Engines (conmon, containerd's shim) prefix the runtime's
                 // name themselves; print the bare message as runc does.

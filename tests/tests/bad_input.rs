@@ -302,3 +302,68 @@ fn a_closed_stderr_keeps_the_exit_status() {
         .unwrap();
     assert_eq!(status.code(), Some(1), "{status:?}");
 }
+
+/// A create that fails inside the init says so in one line naming the
+/// container and the kernel's cause (runc's shape), not libcontainer's
+/// chain of wrapped errors; the text and JSON logs carry that one line too.
+#[test]
+fn a_failed_create_is_one_line_with_the_id_and_cause() {
+    if !need_root("a_failed_create_is_one_line_with_the_id_and_cause") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let missing = format!("/nonexistent-{}", std::process::id());
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| {
+        c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+            "destination": "/x", "type": "bind", "source": missing, "options": ["bind"]
+        }))
+    });
+    let id = unique_id("oneline");
+    let _g = rt.guard(&id);
+    let o = rt.create(&b, &id);
+    expect(&o, 1, &[&format!("create {id}:"), &missing, "(os error 2)"]);
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "more than one line: {err}");
+    assert_nothing_left(&rt, &id);
+
+    // The allowed counterpart: the same bundle without the bad mount runs.
+    b.edit(|c| {
+        c["mounts"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|m| m["destination"] != "/x")
+    });
+    let ok = unique_id("oneline-ok");
+    let _g2 = rt.guard(&ok);
+    assert_exit(
+        &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &ok]),
+        0,
+    );
+
+    // A missing executable, through --log as engines call it: one JSON line.
+    let b = Bundle::busybox(&["/no-such-program"]);
+    let log = b.path().join("log.json");
+    let id = unique_id("oneline-log");
+    let o = rt.run(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "create",
+        "--bundle",
+        b.path().to_str().unwrap(),
+        &id,
+    ]);
+    assert_exit(&o, 1);
+    let lines = fs::read_to_string(&log).unwrap();
+    assert_eq!(lines.lines().count(), 1, "log: {lines}");
+    let line: serde_json::Value = serde_json::from_str(lines.trim()).unwrap();
+    assert_eq!(line["level"], "error");
+    let msg = line["msg"].as_str().unwrap();
+    assert!(
+        msg.contains(&id) && msg.contains("/no-such-program"),
+        "{msg}"
+    );
+    assert_nothing_left(&rt, &id);
+}

@@ -14,6 +14,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+pub use super::cause::explain;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Text,
@@ -75,6 +77,13 @@ impl<S: Subscriber> Layer<S> for LineLayer {
         }
         let mut fields = Fields::default();
         event.record(&mut fields);
+        // Their errors wrap one another (and the init's come from a clone
+        // of this process): kept as the cause of the failure the CLI
+        // reports in one line, printed as they come only with --debug.
+        if self.max < Level::DEBUG && meta.target().starts_with("lib") {
+            super::cause::keep(fields.msg);
+            return;
+        }
         let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
         let level = level_name(meta.level());
         let line = match self.format {
@@ -118,13 +127,14 @@ pub fn init(format: Format, file: Option<&Path>, debug: bool) -> std::io::Result
     } else {
         Level::WARN
     };
+    super::cause::open();
     let layer = LineLayer {
         format,
         max,
         out: Mutex::new(out),
     };
-    // Only our own events below debug; libcontainer's own error! lines are
-    // kept because engines surface them on failure.
+    // Only our own events below debug; libcontainer's own error! lines
+    // become the cause in the one failure line (see `cause`).
     let _ = tracing_subscriber::registry().with(layer).try_init();
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! codes in one place.
 
 pub mod args;
+mod cause;
 mod create;
 mod delete;
 mod events;

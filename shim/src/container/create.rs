@@ -124,21 +124,23 @@ impl Runtime {
         // is done; reap it before `run` starts reaping children of its own.
         crate::cgroups::prime::finish();
 
-        let result = result.map_err(Failure::from).and_then(|c| {
-            if super::loopback::wants_new_netns(&bundle.spec) {
-                let pid = c
-                    .pid()
-                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
-                super::loopback::bring_up(pid.as_raw())?;
-            }
-            if let Some(v) = memfd_noexec {
-                let pid = c
-                    .pid()
-                    .ok_or_else(|| Failure::runtime("container has no init pid"))?;
-                super::sysctl::apply(pid.as_raw(), v)?;
-            }
-            Ok(c)
-        });
+        let result = result
+            .map_err(|e| Failure::from(e).context(format!("create {id}")))
+            .and_then(|c| {
+                if super::loopback::wants_new_netns(&bundle.spec) {
+                    let pid = c
+                        .pid()
+                        .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                    super::loopback::bring_up(pid.as_raw())?;
+                }
+                if let Some(v) = memfd_noexec {
+                    let pid = c
+                        .pid()
+                        .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+                    super::sysctl::apply(pid.as_raw(), v)?;
+                }
+                Ok(c)
+            });
         match result {
             Ok(mut container) => {
                 // Before `start`: the container's own code never runs

@@ -1,0 +1,99 @@
+//! libcontainer's error events, kept as the cause of a failure instead of
+//! printed one by one.
+//!
+//! A failed `create` used to print three to five logrus lines — most of
+//! them from the container's init, a clone of this process, each wrapping
+//! the previous one — plus "failed to open container state file" from the
+//! cleanup. runc prints one line. Here libcontainer's and libcgroups'
+//! `error!` events are collected (the runtime's own in memory, the init's
+//! and the intermediate process's over a datagram socket inherited through
+//! the clone), and the CLI prints one line: its message plus the innermost
+//! kernel cause. `--debug` still prints every event as it happens.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Mutex, OnceLock};
+
+use nix::sys::socket::{recv, send, socketpair, AddressFamily, MsgFlags, SockFlag, SockType};
+use nix::sys::stat::fstat;
+
+struct Channel {
+    /// The runtime process; any other pid is a clone of it.
+    owner: u32,
+    read: OwnedFd,
+    write: OwnedFd,
+    /// The write end's identity: after libcontainer's `close_range` in the
+    /// init its number may name another file, which must never be written.
+    ino: (u64, u64),
+}
+
+static CHANNEL: OnceLock<Channel> = OnceLock::new();
+static OWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Open the channel; called once from logging setup. Without it (an error
+/// here) events are only kept in this process.
+pub fn open() {
+    let flags = SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK;
+    let Ok((read, write)) = socketpair(AddressFamily::Unix, SockType::Datagram, None, flags) else {
+        return;
+    };
+    let Ok(st) = fstat(write.as_raw_fd()) else {
+        return;
+    };
+    let _ = CHANNEL.set(Channel {
+        owner: std::process::id(),
+        read,
+        write,
+        ino: (st.st_dev, st.st_ino),
+    });
+}
+
+/// Keep one event's text (from the log layer).
+pub fn keep(text: String) {
+    match CHANNEL.get() {
+        Some(c) if c.owner != std::process::id() => c.send(&text),
+        _ => {
+            if let Ok(mut own) = OWN.lock() {
+                own.push(text);
+            }
+        }
+    }
+}
+
+impl Channel {
+    fn send(&self, text: &str) {
+        let fd: RawFd = self.write.as_raw_fd();
+        if fstat(fd).is_ok_and(|st| (st.st_dev, st.st_ino) == self.ino) {
+            // Never blocks, never raises SIGPIPE; a full queue drops it.
+            let _ = send(
+                fd,
+                text.as_bytes(),
+                MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+            );
+        }
+    }
+
+    fn drain(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = recv(self.read.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
+            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        out
+    }
+}
+
+/// `message` with the innermost kernel cause the collected events name
+/// (the first one carrying an errno), unless the message already says it.
+pub fn explain(message: &str) -> String {
+    let mut events = CHANNEL.get().map(Channel::drain).unwrap_or_default();
+    if let Ok(own) = OWN.lock() {
+        events.extend(own.iter().cloned());
+    }
+    match events
+        .iter()
+        .find(|e| e.contains("os error") && !message.contains(e.as_str()))
+    {
+        Some(cause) => format!("{message}: {cause}"),
+        None => message.to_owned(),
+    }
+}
