@@ -544,3 +544,49 @@ fn a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes() {
     }
     eprintln!("loop of 20000 refusals: {count} recorded");
 }
+
+/// A process added with `exec` is filtered like the init, with the audit
+/// log flag when the container's refusals are collected: its seccomp
+/// refusal reaches the report next to the init's allowed syscall.
+#[test]
+fn an_exec_d_process_refusal_is_reported() {
+    let test = "an_exec_d_process_refusal_is_reported";
+    if !ready(test) {
+        return;
+    }
+    let _audit = AuditState::take(Some(1));
+    let c = Confined::new(POLICY);
+    c.bundle.edit(|j| {
+        // The runtime, not the profile, must ask for the log flag.
+        j["linux"]["seccomp"]["flags"] = serde_json::json!([]);
+        j["process"]["args"] = serde_json::json!(["/bin/sleep", "30"]);
+    });
+    let id = unique_id("deny-exec");
+    let _g = c.rt.guard(&id);
+    c.rt.create_and_start(&c.bundle, &id);
+    // Allowed counterpart first: an exec'd process making allowed calls
+    // (fork, wait) reports nothing.
+    let o = c.rt.run(&["exec", &id, "/bin/probe", "fork"]);
+    assert_exit(&o, 0);
+    let o = c.rt.run(&["exec", &id, "/bin/probe", "syscall", "ptrace"]);
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stdout).contains("EPERM") || text(&o.stderr).contains("EPERM"),
+        "{o:?}"
+    );
+    let report = c.rt.root.path().join(&id).join("denials.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while read_lines(&report).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        essentials(&read_lines(&report)),
+        one(
+            "syscall",
+            "ptrace",
+            r#"remove "ptrace" from the default deny with [syscalls] allow = ["ptrace"]"#
+        )
+    );
+    assert_exit(&c.rt.run(&["delete", "--force", &id]), 0);
+    remove_cgroup_tree(&format!("sandboy/{id}"));
+}

@@ -79,11 +79,14 @@ impl Runtime {
             opts.additional_gids
         };
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
+        let logged = crate::supervisor::denials::collecting(&self.dir(id));
+        let seccomp = self.tenant_seccomp(&init_spec, logged)?;
         let bundle = bundle_of(&c);
         let pid = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
                     .with_held(held)
+                    .with_seccomp(seccomp)
                     .with_notify(notify.as_ref().map(|n| n.target(id, &bundle, &init_spec))),
             )
             .with_root_path(&self.root)?
@@ -106,9 +109,36 @@ impl Runtime {
             .with_apparmor(opts.apparmor)
             .with_process_label(opts.process_label)
             .build()?;
+        if logged {
+            // Before the wait: see `denials::Members`.
+            let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw());
+        }
         if opts.detach {
             return Ok(0);
         }
         Ok(exit_status(waitpid(pid, None)?))
+    }
+
+    /// The init's seccomp profile compiled for the new process (through the
+    /// node's cache), logged to audit when the container's supervisor
+    /// collects refusals, as the init's own filter is.
+    fn tenant_seccomp(
+        &self,
+        init_spec: &oci_spec::runtime::Spec,
+        logged: bool,
+    ) -> Result<Option<sandboy_confine::CompiledSeccomp>> {
+        let Some(profile) = init_spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.seccomp().as_ref())
+        else {
+            return Ok(None);
+        };
+        let compiled = sandboy_confine::seccomp::compile_cached(
+            profile,
+            &self.root.join(super::SECCOMP_CACHE_DIR),
+        )
+        .map_err(|e| Failure::runtime(format!("exec: the container's seccomp profile: {e}")))?;
+        Ok(Some(compiled.with_log(logged)))
     }
 }

@@ -104,7 +104,9 @@ impl SandboyExecutor {
                 let mut linux = linux.clone();
                 linux.set_seccomp(Some(profile.clone()));
                 spec.set_linux(Some(linux));
-                Confinement::prepare(&spec, self.preserve_fds)
+                // Compiled by `exec` from the same profile (with the audit
+                // log flag when the container's refusals are collected).
+                Confinement::prepare_with(&spec, self.preserve_fds, self.seccomp.clone())
             }
             (_, linux) => {
                 let compiled = self

@@ -37,6 +37,8 @@ use super::audit::{Record, Socket};
 pub const REPORT_FILE: &str = "denials.jsonl";
 /// Held (flock) by the supervisor while it may still write the report.
 pub const LOCK_FILE: &str = "denials.lock";
+/// Pids of processes added with `exec`, one per line.
+pub const TENANTS_FILE: &str = "exec-pids";
 
 const LANDLOCK_ACCESS: u16 = 1423;
 const LANDLOCK_DOMAIN: u16 = 1424;
@@ -96,6 +98,16 @@ pub fn read_report(path: &Path) -> Vec<Denial> {
     text.lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// Whether a supervisor is collecting this container's refusals now (it
+/// holds [`LOCK_FILE`] exclusively while it runs): processes added with
+/// `exec` are then filtered with the audit log flag too.
+pub fn collecting(state_dir: &Path) -> bool {
+    let Ok(file) = fs::File::open(state_dir.join(LOCK_FILE)) else {
+        return false;
+    };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
 }
 
 /// Wait until the supervisor of a container has written its last report
@@ -357,6 +369,9 @@ pub fn decode_seccomp(f: &Fields) -> Denial {
 #[derive(Debug, Clone)]
 pub struct Members {
     init: i32,
+    /// [`TENANTS_FILE`]: processes added with `exec`, which may be reaped
+    /// (their namespace gone from /proc) before their records are read.
+    tenants: PathBuf,
     /// The init's pid namespace, when it is not the supervisor's own.
     pidns: Option<u64>,
     /// The init's cgroup lines (`N:controllers:path`).
@@ -382,7 +397,7 @@ fn cgroups_of(pid: &str) -> Vec<(String, String)> {
 }
 
 impl Members {
-    pub fn of(init: i32) -> Self {
+    pub fn of(init: i32, state_dir: &Path) -> Self {
         let own = pidns_of("self");
         let pidns = pidns_of(&init.to_string()).filter(|ns| Some(*ns) != own);
         let cgroups = cgroups_of(&init.to_string())
@@ -391,6 +406,7 @@ impl Members {
             .collect();
         Members {
             init,
+            tenants: state_dir.join(TENANTS_FILE),
             pidns,
             cgroups,
         }
@@ -403,7 +419,7 @@ impl Members {
         }
         let p = pid.to_string();
         if let Some(ns) = self.pidns {
-            return pidns_of(&p) == Some(ns);
+            return pidns_of(&p) == Some(ns) || self.is_tenant(&p);
         }
         if self.cgroups.is_empty() {
             return false;
@@ -413,8 +429,26 @@ impl Members {
             theirs
                 .iter()
                 .any(|(h, q)| h == hier && (q == path || q.starts_with(&format!("{path}/"))))
-        })
+        }) || self.is_tenant(&p)
     }
+
+    /// `exec` writes the pid before it waits for the process, so a process
+    /// already reaped when its record is read is found here; a process not
+    /// yet reaped is still found through /proc above.
+    fn is_tenant(&self, pid: &str) -> bool {
+        fs::read_to_string(&self.tenants).is_ok_and(|t| t.lines().any(|l| l == pid))
+    }
+}
+
+/// Record a process added with `exec` as the container's, for the
+/// supervisor that is collecting its refusals (see [`Members`]).
+pub fn add_tenant(state_dir: &Path, pid: i32) -> std::io::Result<()> {
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(state_dir.join(TENANTS_FILE))?
+        .write_all(format!("{pid}\n").as_bytes())
 }
 
 // ---------------------------------------------------------------------------
@@ -570,7 +604,7 @@ impl Collector {
         Collector {
             id: id.to_owned(),
             report: state_dir.join(REPORT_FILE),
-            members: Members::of(init),
+            members: Members::of(init, state_dir),
             policy,
             domains: HashSet::new(),
             pending: Default::default(),
