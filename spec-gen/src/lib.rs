@@ -13,6 +13,7 @@ pub mod explain;
 pub mod guards;
 pub mod policy;
 pub mod render;
+pub mod suggest;
 pub mod syscalls;
 pub mod units;
 

@@ -49,6 +49,27 @@ enum Command {
     Explain { policy: PathBuf },
     /// Print the policy's JSON Schema.
     Schema,
+    /// Print, as a unified diff, the smallest change to a policy that would
+    /// allow what denial reports say was refused (docs/denials.md).
+    Suggest {
+        policy: PathBuf,
+        /// A denial report (`run --report`, `<root>/<id>/denials.jsonl`);
+        /// repeatable.
+        #[arg(long = "report", required = true)]
+        reports: Vec<PathBuf>,
+        /// Also suggest protected paths (`/`, `/proc/*/mem`, `~/.ssh`,
+        /// hidden paths, the runtime's state).
+        #[arg(long)]
+        force: bool,
+        /// Replace paths refused this many times in one directory by the
+        /// directory (0: never).
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        collapse: usize,
+        /// Write the suggested policy back to the file instead of printing
+        /// the diff.
+        #[arg(long)]
+        write: bool,
+    },
     /// Write .agentsignore, .cursorignore and .codexignore from [context] ignore.
     IgnoreFiles {
         policy: PathBuf,
@@ -181,6 +202,13 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
         }
         Command::Explain { policy } => stdout(&explain::explain(&Policy::load(&policy)?)),
         Command::Schema => stdout(&sandboy_spec_gen::schema_json()),
+        Command::Suggest {
+            policy,
+            reports,
+            force,
+            collapse,
+            write,
+        } => suggest(&policy, &reports, force, collapse, write),
         Command::IgnoreFiles { policy, out } => {
             let p = Policy::load(&policy)?;
             for f in sandboy_spec_gen::write_ignore_files(&p, &out)? {
@@ -189,6 +217,41 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+fn suggest(
+    policy: &Path,
+    reports: &[PathBuf],
+    force: bool,
+    collapse: usize,
+    write: bool,
+) -> Result<(), Error> {
+    use sandboy_spec_gen::suggest;
+    let reports: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
+    let s = suggest::suggest(policy, &reports, &suggest::Options { force, collapse })?;
+    for n in &s.notes {
+        eprintln!("note: {n}");
+    }
+    if s.diff.is_empty() {
+        eprintln!("{}: nothing to change", policy.display());
+        return Ok(());
+    }
+    // The edited text must still be a valid policy before it is shown or
+    // written (a bug here must not hand out a broken policy).
+    let base = policy.parent().unwrap_or(Path::new("."));
+    Policy::parse(&s.text, &policy.display().to_string(), base)?;
+    if !write {
+        return stdout(&s.diff);
+    }
+    let tmp = policy.with_extension("toml.suggest-tmp");
+    std::fs::write(&tmp, &s.text)
+        .and_then(|()| std::fs::rename(&tmp, policy))
+        .map_err(|source| Error::Io {
+            action: "write the suggested policy",
+            path: policy.to_path_buf(),
+            source,
+        })?;
+    stdout(&format!("{}\n", policy.display()))
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, Error> {

@@ -590,3 +590,123 @@ fn an_exec_d_process_refusal_is_reported() {
     assert_exit(&c.rt.run(&["delete", "--force", &id]), 0);
     remove_cgroup_tree(&format!("sandboy/{id}"));
 }
+
+/// `sandboy-spec-gen suggest` on the reports of refused probes: the diff
+/// adds exactly what was refused (nothing else widens), the suggested
+/// policy lets the same probes through, and a probe of something not
+/// reported stays refused. A corrupted report is a located error.
+#[test]
+fn suggest_allows_what_was_refused_and_nothing_else() {
+    let test = "suggest_allows_what_was_refused_and_nothing_else";
+    if !ready(test) {
+        return;
+    }
+    let _audit = AuditState::take(Some(1));
+    let probes: &[&[&str]] = &[
+        &["/bin/probe", "read", "/data/f"],
+        &["/bin/probe", "create", "/out/new"],
+        &["/bin/probe", "connect", "80"],
+        &["/bin/probe", "syscall", "ptrace"],
+        &["/bin/probe", "syscall", "personality"],
+    ];
+    // A directory of its own for the write (a container's write path is a
+    // fresh tmpfs, which over /data would hide /data/f).
+    let with_out = |c: Confined| {
+        fs::create_dir_all(c.bundle.rootfs().join("out")).unwrap();
+        c
+    };
+    let c = with_out(Confined::new(POLICY));
+    let mut report = String::new();
+    for p in probes {
+        let (code, lines, stderr) = c.run(&[], p);
+        assert_eq!(code, 1, "{p:?} was not refused: {stderr}");
+        assert_eq!(lines.len(), 1, "{p:?}: {lines:?}");
+        report.push_str(&format!("{}\n", lines[0]));
+    }
+    let host = c._host.path();
+    let report_path = host.join("all.jsonl");
+    fs::write(&report_path, &report).unwrap();
+    let policy = host.join("p.toml");
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .arg("suggest")
+            .arg(&policy)
+            .arg("--report")
+            .arg(&report_path),
+    );
+    assert_exit(&o, 0);
+    let diff = text(&o.stdout);
+    let mut changed: Vec<&str> = diff
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "+allow = [\"ptrace\"]",
+            "+connect = [81, 80]",
+            "+read = [\"/bin\", \"/dev\", \"/data/f\"]",
+            "+write = [\"/tmp\", \"/out\"]",
+            "-connect = [81]",
+            "-deny = [\"personality\"]",
+            "-read = [\"/bin\", \"/dev\"]",
+            "-write = [\"/tmp\"]",
+        ],
+        "{diff}"
+    );
+
+    // Applied, the same probes pass; what was not reported stays refused.
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["suggest", "--write", "--report"])
+            .arg(&report_path)
+            .arg(&policy),
+    );
+    assert_exit(&o, 0);
+    let suggested = fs::read_to_string(&policy).unwrap();
+    let body = suggested.split("\n[process]").next().unwrap();
+    let after = with_out(Confined::new(body));
+    for p in probes {
+        let (code, lines, stderr) = after.run(&[], p);
+        assert!(lines.is_empty(), "{p:?} still refused: {lines:?}");
+        // The syscall probes' harmless arguments fail the call anyway
+        // (EINVAL, EFAULT); the sandbox no longer refuses it.
+        if p[1] != "syscall" {
+            assert_eq!(code, 0, "{p:?} still refused: {stderr}");
+        }
+    }
+    for (p, kind) in [
+        (&["/bin/probe", "read", "/data/probe-copy"][..], "read"),
+        (&["/bin/probe", "connect", "82"][..], "connect"),
+        (&["/bin/probe", "syscall", "mount"][..], "syscall"),
+    ] {
+        let (code, lines, _) = after.run(&[], p);
+        assert_eq!(code, 1, "{p:?} was let through");
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0]["kind"], kind);
+    }
+
+    // A corrupted report: located, exit 2, the policy untouched.
+    fs::write(
+        &report_path,
+        format!("{report}{{\"kind\": \"read\", \"target\"\n"),
+    )
+    .unwrap();
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .arg("suggest")
+            .arg(&policy)
+            .arg("--report")
+            .arg(&report_path),
+    );
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    let at = format!("{}:6:", report_path.display());
+    assert!(err.contains(&at), "not located at line 6: {err}");
+    assert_eq!(fs::read_to_string(&policy).unwrap(), suggested);
+}

@@ -1,0 +1,347 @@
+//! From refusals to policy edits: which list gets which entry, what is
+//! collapsed, what is protected, what is already allowed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::report::Refused;
+use crate::policy::DEFAULT_DENY;
+use crate::Policy;
+
+/// One change to the policy.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Edit {
+    /// Add a path to `[fs] <list>` (`read`, `write` or `exec`).
+    Path { list: &'static str, path: String },
+    /// Add a port to `[net] <list>` (`connect` or `bind`).
+    Port { list: &'static str, port: u16 },
+    /// Let a syscall through: out of `[syscalls] deny`, and into `allow`
+    /// when it is on the built-in default-deny list.
+    Syscall(String),
+    /// Remove a Landlock scope (`signal`, `abstract-unix-socket`).
+    Scope(String),
+}
+
+/// How to plan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Also suggest protected paths.
+    pub force: bool,
+    /// Paths refused in one directory at least this many times are
+    /// replaced by the directory (0: never collapse).
+    pub collapse: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            force: false,
+            collapse: 3,
+        }
+    }
+}
+
+/// The edits, in a stable order, and what to tell the user.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub edits: Vec<Edit>,
+    pub notes: Vec<String>,
+}
+
+/// Paths no suggestion grants without `--force`: the whole filesystem,
+/// process memory, credentials and the runtime's state.
+const PROTECTED: &[&str] = &[
+    "/",
+    "/proc/*/mem",
+    "/proc/kcore",
+    "/dev/mem",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/run/sandboy",
+    "/var/run/sandboy",
+];
+/// Directory names protected wherever they are (`~/.ssh` and friends).
+const PROTECTED_NAMES: &[&str] = &[".ssh", ".gnupg", ".aws"];
+
+pub fn plan(policy: &Policy, refused: &[Refused], opts: &Options) -> Plan {
+    let mut plan = Plan::default();
+    let mut paths: BTreeMap<&'static str, BTreeSet<String>> = BTreeMap::new();
+    let mut edits = BTreeSet::new();
+    for r in refused {
+        let what = format!("{} {} (report line {})", r.kind, r.target, r.line);
+        if r.allow.is_none() {
+            plan.notes.push(format!(
+                "not suggested: {what}: a hard rule (a hidden path or the runtime's own protection) no policy change relaxes"
+            ));
+            continue;
+        }
+        let fs_list = match r.kind.as_str() {
+            "read" => Some("read"),
+            "exec" => Some("exec"),
+            "write" | "truncate" | "ioctl-dev" | "create" | "remove" | "rename" => Some("write"),
+            _ => None,
+        };
+        if let Some(list) = fs_list {
+            paths.entry(list).or_default().insert(r.target.clone());
+            continue;
+        }
+        match r.kind.as_str() {
+            "connect" | "bind" => match r.target.parse::<u16>() {
+                Ok(port) => {
+                    let list = if r.kind == "connect" {
+                        "connect"
+                    } else {
+                        "bind"
+                    };
+                    let have = if list == "connect" {
+                        &policy.connect
+                    } else {
+                        &policy.bind
+                    };
+                    if have.contains(&port) {
+                        plan.notes
+                            .push(format!("already allowed: {what} is in [net] {list}"));
+                    } else {
+                        edits.insert(Edit::Port { list, port });
+                    }
+                }
+                Err(_) => plan
+                    .notes
+                    .push(format!("not suggested: {what}: not a port number")),
+            },
+            "syscall" => {
+                if policy.deny.contains(&r.target) {
+                    edits.insert(Edit::Syscall(r.target.clone()));
+                } else {
+                    plan.notes.push(format!(
+                        "not suggested: {what}: the policy does not deny it (another filter, e.g. the engine's, did)"
+                    ));
+                }
+            }
+            "signal" | "abstract-unix-socket" => {
+                let scoped = policy.scope.iter().any(|s| {
+                    serde_json::to_value(s).is_ok_and(|v| v.as_str() == Some(r.kind.as_str()))
+                });
+                if scoped {
+                    edits.insert(Edit::Scope(r.kind.clone()));
+                } else {
+                    plan.notes.push(format!(
+                        "not suggested: {what}: [net] scope does not hold it"
+                    ));
+                }
+            }
+            _ => plan
+                .notes
+                .push(format!("not suggested: {what}: unknown kind")),
+        }
+    }
+    for (list, set) in paths {
+        for path in fs_paths(policy, list, set, opts, &mut plan.notes) {
+            edits.insert(Edit::Path { list, path });
+        }
+    }
+    plan.edits = edits.into_iter().collect();
+    plan
+}
+
+/// One `[fs]` list's additions: collapsed, protected ones dropped (unless
+/// forced), those already covered by an entry skipped.
+fn fs_paths(
+    policy: &Policy,
+    list: &'static str,
+    refused: BTreeSet<String>,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let have: &[String] = match list {
+        "read" => &policy.read,
+        "write" => &policy.write,
+        _ => &policy.exec,
+    };
+    let mut wanted = BTreeSet::new();
+    for path in refused {
+        if let Some(by) = have.iter().find(|h| under(&path, h)) {
+            notes.push(format!(
+                "already allowed: {path} is under [fs] {list} {by:?}; the refusal came from elsewhere (a hidden path, a mount, another filter)"
+            ));
+        } else if !opts.force && protected(&path, policy) {
+            notes.push(format!(
+                "not suggested: {list} {path}: a protected path (pass --force to suggest it anyway)"
+            ));
+        } else {
+            wanted.insert(path);
+        }
+    }
+    let wanted = collapse(wanted, list, policy, opts, notes);
+    // An entry under another added entry adds nothing.
+    wanted
+        .iter()
+        .filter(|p| !wanted.iter().any(|q| q != *p && under(p, q)))
+        .cloned()
+        .collect()
+}
+
+/// Siblings refused `opts.collapse` times or more become their directory,
+/// unless the directory is protected or the root.
+fn collapse(
+    wanted: BTreeSet<String>,
+    list: &str,
+    policy: &Policy,
+    opts: &Options,
+    notes: &mut Vec<String>,
+) -> BTreeSet<String> {
+    if opts.collapse == 0 {
+        return wanted;
+    }
+    let mut by_dir: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in &wanted {
+        by_dir.entry(parent(p)).or_default().push(p.clone());
+    }
+    let mut out = BTreeSet::new();
+    for (dir, kids) in by_dir {
+        if kids.len() >= opts.collapse && dir != "/" && (opts.force || !protected(&dir, policy)) {
+            notes.push(format!(
+                "collapsed: {} refused {list} paths in {dir} become {dir:?} (--collapse 0 keeps them apart)",
+                kids.len()
+            ));
+            out.insert(dir);
+        } else {
+            out.extend(kids);
+        }
+    }
+    out
+}
+
+fn parent(path: &str) -> String {
+    match path.trim_end_matches('/').rfind('/') {
+        Some(0) | None => "/".into(),
+        Some(i) => path[..i].to_owned(),
+    }
+}
+
+/// Whether `path` is `dir` or below it.
+fn under(path: &str, dir: &str) -> bool {
+    dir == "/"
+        || path == dir
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn protected(path: &str, policy: &Policy) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    PROTECTED.iter().any(|p| glob_match(p, path))
+        || parts.iter().any(|c| PROTECTED_NAMES.contains(c))
+        || policy.hide.iter().any(|h| under(path, h) || under(h, path))
+        // Granting a directory that holds a protected path grants it too.
+        || path != "/" && PROTECTED.iter().any(|p| !p.contains('*') && *p != "/" && under(p, path))
+}
+
+/// `*` matches one path component.
+fn glob_match(pattern: &str, path: &str) -> bool {
+    let p: Vec<&str> = pattern.split('/').collect();
+    let q: Vec<&str> = path.split('/').collect();
+    p.len() == q.len() && p.iter().zip(&q).all(|(a, b)| *a == "*" || a == b)
+}
+
+/// Whether `[syscalls] allow` is needed for `name` (it is on the built-in
+/// default-deny list).
+pub fn on_default_deny(name: &str) -> bool {
+    DEFAULT_DENY.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(extra: &str) -> Policy {
+        let src =
+            format!("version = 1\n[fs]\nread = [\"/usr\"]\nhide = [\"/data/secret\"]\n{extra}");
+        Policy::parse(&src, "p.toml", std::path::Path::new("/")).unwrap()
+    }
+
+    fn refused(kind: &str, target: &str) -> Refused {
+        Refused {
+            kind: kind.into(),
+            target: target.into(),
+            allow: Some(String::new()),
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn siblings_collapse_and_protected_paths_stay_out() {
+        let p = policy("");
+        let r: Vec<Refused> = [
+            "/opt/a/1",
+            "/opt/a/2",
+            "/opt/a/3",
+            "/opt/b",
+            "/etc/shadow",
+            "/root/.ssh/id",
+        ]
+        .iter()
+        .map(|t| refused("read", t))
+        .collect();
+        let plan = plan(&p, &r, &Options::default());
+        let paths: Vec<_> = plan
+            .edits
+            .iter()
+            .map(|e| match e {
+                Edit::Path { path, .. } => path.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(paths, ["/opt/a", "/opt/b"]);
+        assert_eq!(
+            plan.notes
+                .iter()
+                .filter(|n| n.contains("protected"))
+                .count(),
+            2
+        );
+        assert!(plan.notes.iter().any(|n| n.starts_with("collapsed: 3")));
+    }
+
+    #[test]
+    fn nothing_is_added_twice_or_above_a_hidden_path() {
+        let p = policy("");
+        let r = [refused("read", "/usr/lib/x"), refused("write", "/data")];
+        let plan = plan(&p, &r, &Options::default());
+        assert!(plan.edits.is_empty(), "{:?}", plan.edits);
+        assert_eq!(plan.notes.len(), 2, "{:?}", plan.notes);
+        let forced = super::plan(
+            &p,
+            &r[1..],
+            &Options {
+                force: true,
+                collapse: 3,
+            },
+        );
+        assert_eq!(forced.edits.len(), 1);
+    }
+
+    #[test]
+    fn ports_syscalls_and_scopes() {
+        let p = policy("[net]\nconnect = [443]\n");
+        let r = [
+            refused("connect", "443"),
+            refused("connect", "80"),
+            refused("syscall", "ptrace"),
+            refused("syscall", "getppid"),
+            refused("signal", "pid 1 (sh)"),
+        ];
+        let plan = plan(&p, &r, &Options::default());
+        assert_eq!(
+            plan.edits,
+            [
+                Edit::Port {
+                    list: "connect",
+                    port: 80
+                },
+                Edit::Syscall("ptrace".into()),
+                Edit::Scope("signal".into()),
+            ]
+        );
+        assert_eq!(plan.notes.len(), 2, "{:?}", plan.notes);
+    }
+}
