@@ -406,6 +406,13 @@ pub struct Wrap {
     /// Wall-clock timeout, e.g. 30s; then the whole process tree is killed.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Run the command observed, not confined, and write the policy it
+    /// needs to FILE (--policy is the base it extends).
+    #[arg(long, value_name = "FILE")]
+    pub learn: Option<PathBuf>,
+    /// With --learn: keep this many leading path components (0: whole paths).
+    #[arg(long, value_name = "DEPTH", default_value_t = 3, requires = "learn")]
+    pub collapse: usize,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

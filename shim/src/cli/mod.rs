@@ -89,6 +89,10 @@ fn wrap_options(a: args::Wrap) -> crate::wrap::WrapOptions {
         clear_env: a.clear_env,
         command: a.command,
         report: a.report,
+        learn: a.learn.map(|out| crate::wrap::Learn {
+            out,
+            depth: a.collapse,
+        }),
     }
 }
 

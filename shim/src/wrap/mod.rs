@@ -15,6 +15,7 @@
 mod container;
 mod direct;
 mod inline;
+mod learn;
 mod loader;
 mod namespaces;
 mod process;
@@ -27,6 +28,7 @@ use crate::container::{Ran, Runtime};
 use crate::error::{Failure, Result};
 
 pub use inline::InlineRules;
+pub use learn::Learn;
 
 /// `--isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,6 +55,8 @@ pub struct WrapOptions {
     pub command: Vec<String>,
     /// Where to write the denial report (`--report`).
     pub report: Option<PathBuf>,
+    /// Observe instead of confining and write the policy (`--learn`).
+    pub learn: Option<Learn>,
 }
 
 /// Whether wrap runs as a container (root) or unprivileged.
@@ -68,6 +72,10 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
         .id
         .clone()
         .unwrap_or_else(|| format!("wrap-{}", std::process::id()));
+    if let Some(learn) = &opts.learn {
+        // Observed, never confined: the same path for root and any user.
+        return learn::run(learn, opts.policy.as_deref(), &opts.command).map(Ran::status);
+    }
     if needs_runtime() {
         let mut policy = load_policy(&opts, NetNamespace::None)?;
         if !behave_like_a_wrapper(&mut policy, &opts)? {

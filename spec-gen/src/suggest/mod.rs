@@ -13,6 +13,7 @@
 
 pub mod edit;
 pub mod plan;
+pub mod protect;
 pub mod report;
 
 use std::path::Path;

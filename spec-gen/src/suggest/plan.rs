@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::protect::{parent, under};
 use super::report::Refused;
 use crate::policy::DEFAULT_DENY;
 use crate::Policy;
@@ -46,21 +47,6 @@ pub struct Plan {
     pub edits: Vec<Edit>,
     pub notes: Vec<String>,
 }
-
-/// Paths no suggestion grants without `--force`: the whole filesystem,
-/// process memory, credentials and the runtime's state.
-const PROTECTED: &[&str] = &[
-    "/",
-    "/proc/*/mem",
-    "/proc/kcore",
-    "/dev/mem",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/run/sandboy",
-    "/var/run/sandboy",
-];
-/// Directory names protected wherever they are (`~/.ssh` and friends).
-const PROTECTED_NAMES: &[&str] = &[".ssh", ".gnupg", ".aws"];
 
 pub fn plan(policy: &Policy, refused: &[Refused], opts: &Options) -> Plan {
     let mut plan = Plan::default();
@@ -211,36 +197,8 @@ fn collapse(
     out
 }
 
-fn parent(path: &str) -> String {
-    match path.trim_end_matches('/').rfind('/') {
-        Some(0) | None => "/".into(),
-        Some(i) => path[..i].to_owned(),
-    }
-}
-
-/// Whether `path` is `dir` or below it.
-fn under(path: &str, dir: &str) -> bool {
-    dir == "/"
-        || path == dir
-        || path
-            .strip_prefix(dir)
-            .is_some_and(|rest| rest.starts_with('/'))
-}
-
 fn protected(path: &str, policy: &Policy) -> bool {
-    let parts: Vec<&str> = path.split('/').collect();
-    PROTECTED.iter().any(|p| glob_match(p, path))
-        || parts.iter().any(|c| PROTECTED_NAMES.contains(c))
-        || policy.hide.iter().any(|h| under(path, h) || under(h, path))
-        // Granting a directory that holds a protected path grants it too.
-        || path != "/" && PROTECTED.iter().any(|p| !p.contains('*') && *p != "/" && under(p, path))
-}
-
-/// `*` matches one path component.
-fn glob_match(pattern: &str, path: &str) -> bool {
-    let p: Vec<&str> = pattern.split('/').collect();
-    let q: Vec<&str> = path.split('/').collect();
-    p.len() == q.len() && p.iter().zip(&q).all(|(a, b)| *a == "*" || a == b)
+    super::protect::protected(path, &policy.hide)
 }
 
 /// Whether `[syscalls] allow` is needed for `name` (it is on the built-in

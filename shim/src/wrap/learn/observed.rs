@@ -1,0 +1,253 @@
+//! What a learned command touched, and the policy that allows exactly
+//! that: paths collapsed to a depth, protected paths never granted, the
+//! default deny list kept.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use sandboy_spec_gen::suggest::edit;
+use sandboy_spec_gen::suggest::protect::{parent, protected, under};
+use sandboy_spec_gen::suggest::Edit;
+
+/// One observed access.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    Read(String),
+    Write(String),
+    Exec(String),
+    /// An entry made or removed in a directory (the directory is written).
+    Change(String),
+    /// A rename or link: both directories are written.
+    Move(String, String),
+    Port {
+        bind: bool,
+        udp: bool,
+        port: u16,
+    },
+}
+
+impl Access {
+    /// An open(2) by its flags: writing an existing file writes the file;
+    /// creating one writes its directory.
+    pub fn open(path: String, flags: i32) -> Access {
+        let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
+        if flags & libc::O_CREAT != 0 && !Path::new(&path).exists() {
+            Access::Change(path)
+        } else if writes {
+            Access::Write(path)
+        } else {
+            Access::Read(path)
+        }
+    }
+}
+
+/// Everything seen, de-duplicated.
+#[derive(Debug, Default)]
+pub struct Observed {
+    read: BTreeSet<String>,
+    write: BTreeSet<String>,
+    exec: BTreeSet<String>,
+    connect: BTreeSet<u16>,
+    bind: BTreeSet<u16>,
+    udp: BTreeSet<u16>,
+    pub calls: u64,
+}
+
+impl Observed {
+    pub fn add(&mut self, a: Access) {
+        self.calls += 1;
+        match a {
+            Access::Read(p) => drop(self.read.insert(p)),
+            Access::Write(p) => drop(self.write.insert(p)),
+            Access::Exec(p) => drop(self.exec.insert(p)),
+            Access::Change(p) => drop(self.write.insert(parent(&p))),
+            Access::Move(a, b) => {
+                self.write.insert(parent(&a));
+                self.write.insert(parent(&b));
+            }
+            Access::Port { port: 0, .. } => {}
+            Access::Port {
+                udp: true, port, ..
+            } => drop(self.udp.insert(port)),
+            Access::Port {
+                bind: true, port, ..
+            } => drop(self.bind.insert(port)),
+            Access::Port { port, .. } => drop(self.connect.insert(port)),
+        }
+    }
+
+    /// The edits that allow what was seen, and notes on what was left out.
+    pub fn edits(&self, depth: usize) -> (Vec<Edit>, Vec<String>) {
+        let mut notes = Vec::new();
+        let mut edits = Vec::new();
+        for (list, set) in [
+            ("read", &self.read),
+            ("write", &self.write),
+            ("exec", &self.exec),
+        ] {
+            for path in paths(set, depth, list, &mut notes) {
+                edits.push(Edit::Path { list, path });
+            }
+        }
+        for (list, set) in [("connect", &self.connect), ("bind", &self.bind)] {
+            edits.extend(set.iter().map(|&port| Edit::Port { list, port }));
+        }
+        if !self.udp.is_empty() {
+            notes.push(format!(
+                "UDP ports {:?} were used; add them to [net] udp by hand if the step needs them (UDP is not port-scoped on this kernel)",
+                self.udp
+            ));
+        }
+        (edits, notes)
+    }
+}
+
+/// One list's paths: only those that exist now (a failed probe of a
+/// missing file needs no rule), per-process /proc paths left to the tier,
+/// protected paths dropped, the rest cut to `depth` components unless the
+/// cut would be protected, and nothing under another entry.
+fn paths(set: &BTreeSet<String>, depth: usize, list: &str, notes: &mut Vec<String>) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    let mut per_process = false;
+    for p in set {
+        if per_process_proc(p) {
+            per_process = true;
+            continue;
+        }
+        if !Path::new(p).exists() {
+            continue;
+        }
+        if protected(p, &[]) {
+            notes.push(format!("not granted: {list} {p} (a protected path)"));
+            continue;
+        }
+        let cut = cut(p, depth);
+        out.insert(if protected(&cut, &[]) { p.clone() } else { cut });
+    }
+    if per_process {
+        notes.push(format!(
+            "not learned: {list} of /proc/<pid> paths (they differ each run; give [fs] {list} \"/proc\" by hand if the step needs them)"
+        ));
+    }
+    let out = siblings(out, list, notes);
+    out.iter()
+        .filter(|p| !out.iter().any(|q| q != *p && under(p, q)))
+        .cloned()
+        .collect()
+}
+
+/// Three or more entries in one directory become the directory (not `/`,
+/// never a protected one), said in a note.
+fn siblings(paths: BTreeSet<String>, list: &str, notes: &mut Vec<String>) -> BTreeSet<String> {
+    let mut by_dir: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for p in paths {
+        by_dir.entry(parent(&p)).or_default().push(p);
+    }
+    let mut out = BTreeSet::new();
+    for (dir, kids) in by_dir {
+        if kids.len() >= SIBLINGS && parent(&dir) != "/" && !protected(&dir, &[]) {
+            notes.push(format!(
+                "collapsed: {} {list} entries in {dir} became {dir:?}",
+                kids.len()
+            ));
+            out.insert(dir);
+        } else {
+            out.extend(kids);
+        }
+    }
+    out
+}
+
+/// How many entries of one directory make it the entry.
+const SIBLINGS: usize = 3;
+
+fn per_process_proc(p: &str) -> bool {
+    let mut parts = p.split('/').skip(1);
+    parts.next() == Some("proc")
+        && parts.next().is_some_and(|c| {
+            c == "self" || c == "thread-self" || c.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
+/// `path` cut to its first `depth` components (0: uncut).
+fn cut(path: &str, depth: usize) -> String {
+    if depth == 0 {
+        return path.to_owned();
+    }
+    let parts: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    if parts.len() <= depth {
+        return path.to_owned();
+    }
+    format!("/{}", parts[..depth].join("/"))
+}
+
+/// The learned policy: `base` (or a minimal policy) with the edits, under
+/// a header saying how it was learned.
+pub fn policy_text(base: Option<&str>, edits: &[Edit], header: &str) -> String {
+    let minimal = "version = 1\nname = \"learned\"\n\n[syscalls]\ndefault_deny = true\n";
+    let body = edit::apply(base.unwrap_or(minimal), edits);
+    format!("{header}{body}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_exists_and_protected() {
+        let mut o = Observed::default();
+        for p in [
+            "/usr/include/stdio.h",
+            "/usr/include/x86_64-linux-gnu/bits/types.h",
+            "/etc/shadow",
+            "/usr/lib/os-release",
+            "/usr/bin/env",
+            "/usr/bin/sh",
+            "/usr/bin/true",
+        ] {
+            o.add(Access::Read(p.into()));
+        }
+        o.add(Access::Read("/nonexistent/probe".into()));
+        o.add(Access::Read("/proc/self/maps".into()));
+        o.add(Access::Change("/tmp/ccX.s".into()));
+        o.add(Access::Port {
+            bind: false,
+            udp: false,
+            port: 443,
+        });
+        let (edits, notes) = o.edits(3);
+        assert_eq!(
+            edits,
+            [
+                Edit::Path {
+                    list: "read",
+                    path: "/usr/bin".into()
+                },
+                Edit::Path {
+                    list: "read",
+                    path: "/usr/include/stdio.h".into()
+                },
+                Edit::Path {
+                    list: "read",
+                    path: "/usr/include/x86_64-linux-gnu".into()
+                },
+                Edit::Path {
+                    list: "read",
+                    path: "/usr/lib/os-release".into()
+                },
+                Edit::Path {
+                    list: "write",
+                    path: "/tmp".into()
+                },
+                Edit::Port {
+                    list: "connect",
+                    port: 443
+                },
+            ]
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        let text = policy_text(None, &edits, "# learned\n");
+        assert!(text.starts_with("# learned\nversion = 1"), "{text}");
+        assert!(text.contains("default_deny = true"), "{text}");
+    }
+}
