@@ -88,6 +88,12 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
             "use --isolation namespaces where user namespaces work, or set [net] namespace = \"host\" (TCP stays limited by [net] connect/bind)",
         ));
     }
+    if policy.disk.is_some() || policy.inodes.is_some() {
+        missing.push((
+            "[limits] disk and inodes need staged write paths, which only sandboy wrap as root has (this tier writes the host directly)",
+            "run it as root (sudo sandboy wrap …), or drop [limits] disk and inodes",
+        ));
+    }
     let enforce = policy.landlock_mode == LandlockMode::Enforce;
     for (what, fix) in &missing {
         if enforce {
@@ -235,7 +241,10 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
         Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
     };
     match process::supervise(child, deadline, true) {
-        Outcome::Exited(code) => Ok(code),
+        Outcome::Exited(code) => {
+            crate::container::report_kill(req.id, code);
+            Ok(code)
+        }
         Outcome::TimedOut => {
             tracing::warn!(
                 id = %req.id,
