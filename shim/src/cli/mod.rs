@@ -88,6 +88,7 @@ fn wrap_options(a: args::Wrap) -> crate::wrap::WrapOptions {
         clear_env: a.clear_env,
         command: a.command,
         report: a.report,
+        dry_run: a.dry_run,
     }
 }
 
