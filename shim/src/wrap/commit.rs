@@ -2,9 +2,10 @@
 //! (what the step created, changed or removed) applied to the host
 //! directory once the step has exited 0 and every process of it is gone.
 //!
-//! * new and changed files, symlinks and fifos are written beside their
-//!   name under a temporary name (`O_EXCL`) and renamed over it, with the
-//!   staged owner, mode (setuid/setgid bits dropped), and times;
+//! * new files are created in place (`O_CREAT|O_EXCL`); changed files,
+//!   symlinks and fifos are written beside their name under a temporary
+//!   name (`O_EXCL`) and renamed over it; all with the staged owner, mode
+//!   (setuid/setgid bits dropped), and times;
 //! * whiteouts (character devices 0:0) remove the host entry, a whole tree
 //!   for a directory; opaque directories (`trusted.overlay.opaque = y`)
 //!   replace the host directory instead of merging into it;
@@ -243,7 +244,9 @@ impl Walk<'_> {
         rfs::futimens(&sub_to, &times(st)).map_err(err("setting times of", &path))
     }
 
-    /// A regular file: copied under a temporary name, then renamed over.
+    /// A regular file: a new name is created in place (`O_EXCL`: nothing,
+    /// not even a symlink, may be there); an existing one is replaced by a
+    /// copy under a temporary name renamed over it.
     fn file(
         &mut self,
         src: OwnedFd,
@@ -252,14 +255,15 @@ impl Walk<'_> {
         name: &CStr,
     ) -> Result<(), CommitError> {
         let path = self.path(name);
-        let tmp = temp_name();
+        let fresh = lstat(to, name).map_err(err("stat", &path))?.is_none();
+        let tmp = if fresh { name.to_owned() } else { temp_name() };
         let dst = rfs::openat(
             to,
             &tmp,
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )
-        .map_err(err("creating beside", &path))?;
+        .map_err(err("creating", &path))?;
         let copied = (|| {
             let mut from = std::fs::File::from(src);
             let mut into = std::fs::File::from(dst);
@@ -272,6 +276,10 @@ impl Walk<'_> {
         if let Err(e) = copied {
             let _ = rfs::unlinkat(to, &tmp, AtFlags::empty());
             return Err(err("writing", &path)(e));
+        }
+        if fresh {
+            self.counts.written += 1;
+            return Ok(());
         }
         self.replace(to, &tmp, name)
     }
