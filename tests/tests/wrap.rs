@@ -45,6 +45,41 @@ fn give_to_nobody(path: &std::path::Path) {
 
 const NOBODY: u32 = 65534;
 
+/// The static probe (`make probes`), or a recorded skip.
+fn probe_or_skip(test: &str) -> Option<std::path::PathBuf> {
+    let probe = target_dir().join("probes/probe");
+    if probe.is_file() {
+        Some(probe)
+    } else {
+        skip(test, "no probe binary (run `make probes`)");
+        None
+    }
+}
+
+/// `sandboy --log LOG --log-format json wrap --policy P --id ID -- CMD…`.
+fn wrap_logged(
+    rt: &Runtime,
+    policy: &std::path::Path,
+    log: &std::path::Path,
+    id: &str,
+    cmd: &[&str],
+) -> Command {
+    let mut c = rt.cmd();
+    c.args(["--log", log.to_str().unwrap(), "--log-format", "json"]);
+    c.args([
+        "wrap",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--id",
+        id,
+        "--",
+    ])
+    .args(cmd)
+    .env_remove("SUDO_UID")
+    .env_remove("SUDO_GID");
+    c
+}
+
 fn wrap(rt: &Runtime, policy: &std::path::Path, id: &str, cmd: &[&str]) -> Command {
     let mut c = rt.cmd();
     c.args([
@@ -287,11 +322,9 @@ fn wrap_refuses_setuid_modes_and_exec_of_written_code() {
     if !need_root(t) {
         return;
     }
-    let probe = target_dir().join("probes/probe");
-    if !probe.is_file() {
-        skip(t, "no probe binary (run `make probes`)");
+    let Some(probe) = probe_or_skip(t) else {
         return;
-    }
+    };
     let dir = TempDir::new("wrap14");
     let p = policy(dir.path(), "");
     // A program in the write path (not an exec path, mounted noexec).
@@ -407,11 +440,9 @@ fn wrap_setuid_plant_gives_a_host_user_no_privilege() {
     let Some(user) = TestUser::create(t) else {
         return;
     };
-    let probe = target_dir().join("probes/probe");
-    if !probe.is_file() {
-        skip(t, "no probe binary (run `make probes`)");
+    let Some(probe) = probe_or_skip(t) else {
         return;
-    }
+    };
     use std::os::unix::fs::PermissionsExt;
     let dir = TempDir::new("wrapsuid");
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -458,11 +489,9 @@ fn wrap_disk_and_inode_caps_give_enospc_and_a_warning() {
     if !need_root(t) {
         return;
     }
-    let probe = target_dir().join("probes/probe");
-    if !probe.is_file() {
-        skip(t, "no probe binary (run `make probes`)");
+    let Some(probe) = probe_or_skip(t) else {
         return;
-    }
+    };
     let dir = TempDir::new("wrapdisk");
     let p = policy(dir.path(), "[limits]\ndisk = \"8MiB\"\ninodes = 50");
     let exec = dir.path().join("bin");
@@ -477,13 +506,9 @@ fn wrap_disk_and_inode_caps_give_enospc_and_a_warning() {
     let probe = exec.join("probe");
     let run = |args: &[&str], log: &std::path::Path| {
         let id = unique_id("wrapdisk");
-        let mut c = rt.cmd();
-        c.args(["--log", log.to_str().unwrap(), "--log-format", "json"]);
-        c.args(["wrap", "--policy", p.to_str().unwrap(), "--id", &id, "--"])
-            .arg(&probe)
-            .args(args)
-            .env_remove("SUDO_UID");
-        let o = capture(&mut c);
+        let mut cmd = vec![probe.to_str().unwrap()];
+        cmd.extend_from_slice(args);
+        let o = capture(&mut wrap_logged(&rt, &p, log, &id, &cmd));
         assert_clean(&rt, &id);
         (o, id)
     };
@@ -676,12 +701,7 @@ fn wrap_logs_sigsys_kills_and_refused_execs_as_warnings() {
     let log = dir.path().join("log.json");
     let run = |cmd: &[&str]| {
         let id = unique_id("wraplog");
-        let mut c = rt.cmd();
-        c.args(["--log", log.to_str().unwrap(), "--log-format", "json"]);
-        c.args(["wrap", "--policy", p.to_str().unwrap(), "--id", &id, "--"])
-            .args(cmd)
-            .env_remove("SUDO_UID");
-        let o = capture(&mut c);
+        let o = capture(&mut wrap_logged(&rt, &p, &log, &id, cmd));
         assert_clean(&rt, &id);
         let warned = |word: &str| {
             fs::read_to_string(&log)

@@ -192,3 +192,38 @@ pub fn needs(writes: &[&Path], cwd: &Path, program: &Path) -> Vec<Need> {
     });
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(extra: &str) -> Policy {
+        Policy::parse(
+            &format!("version = 1\n[process]\nargs = [\"true\"]\n{extra}"),
+            "p.toml",
+            Path::new("/"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn explicit_user_wins_then_sudo_then_nobody() {
+        let root = policy("user = \"0:0\"");
+        let who = choose(&root, Some("1000"), Some("1000"));
+        assert_eq!((who.uid, who.gid, who.source), (0, 0, Source::Policy));
+        let default = policy("");
+        let who = choose(&default, Some("1000"), Some("1001"));
+        assert_eq!((who.uid, who.gid, who.source), (1000, 1001, Source::Sudo));
+        // sudo from root, garbage, nothing: nobody, never root.
+        for (u, g) in [(Some("0"), Some("0")), (Some("x"), None), (None, None)] {
+            let who = choose(&default, u, g);
+            assert_eq!(
+                (who.uid, who.gid, who.source),
+                (65534, 65534, Source::Nobody)
+            );
+        }
+        // SUDO_UID without SUDO_GID: nogroup.
+        let who = choose(&default, Some("1000"), None);
+        assert_eq!((who.uid, who.gid), (1000, 65534));
+    }
+}
