@@ -303,7 +303,7 @@ fn limits(o: &mut String, p: &Policy) {
     );
     let _ = writeln!(
         o,
-        "    (a tmpfs of that size for container-own paths; `sandboy wrap` stages host write paths on one and commits them only when the step exits 0; host [[mount]] binds and wrap's unprivileged tiers are not capped)"
+        "    (a tmpfs of that size for container-own paths; `sandboy wrap` stages host write paths on one and commits them only when the step exits 0; host [[mount]] binds and wrap's landlock tier are not capped)"
     );
     if let Some(w) = &p.wasm {
         let f = |v: Option<String>| v.unwrap_or_else(|| "runtime default".into());

@@ -585,7 +585,15 @@ fn wrap_commits_staged_writes_only_when_the_step_passes() {
     let run = |rc: &str, dry: bool| {
         let id = unique_id("wrapcommit");
         let mut c = rt.cmd();
-        c.args(["wrap", "--policy", p.to_str().unwrap(), "--id", &id]);
+        // --debug: the discard notes are info events.
+        c.args([
+            "--debug",
+            "wrap",
+            "--policy",
+            p.to_str().unwrap(),
+            "--id",
+            &id,
+        ]);
         if dry {
             c.arg("--dry-run");
         }

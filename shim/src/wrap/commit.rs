@@ -51,13 +51,17 @@ pub struct Counts {
     pub skipped: u64,
 }
 
-/// The xattr overlayfs marks an opaque directory with (a privileged mount).
-const OPAQUE: &str = "trusted.overlay.opaque";
+/// The xattr overlayfs marks an opaque directory with: a privileged mount,
+/// and one made in a user namespace (`userxattr`).
+pub const OPAQUE: &str = "trusted.overlay.opaque";
+pub const OPAQUE_USERNS: &str = "user.overlay.opaque";
 
 static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 struct Walk<'a> {
     counts: Counts,
+    /// The opaque-directory xattr of this overlay.
+    opaque: &'static str,
     /// The path below the write path, for messages.
     at: &'a Path,
 }
@@ -121,11 +125,24 @@ pub fn commit_dir(upper: &Path, host: &Path) -> Result<Counts, CommitError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let up = rfs::open(upper, flags, Mode::empty()).map_err(err("opening", upper))?;
     let to = rfs::open(host, flags, Mode::empty()).map_err(err("opening", host))?;
+    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE)
+}
+
+/// [`commit_dir`] from open directories (the namespaces tier opens them
+/// before its host root goes away); `host` names the write path in
+/// messages, `opaque` is the overlay's opaque xattr.
+pub fn commit_dir_fds(
+    up: BorrowedFd<'_>,
+    to: BorrowedFd<'_>,
+    host: &Path,
+    opaque: &'static str,
+) -> Result<Counts, CommitError> {
     let mut w = Walk {
         counts: Counts::default(),
+        opaque,
         at: host,
     };
-    w.dir(up.as_fd(), to.as_fd())?;
+    w.dir(up, to)?;
     Ok(w.counts)
 }
 
@@ -145,6 +162,7 @@ pub fn commit_file(staged: &Path, host: &Path) -> Result<Counts, CommitError> {
     let st = rfs::fstat(&src).map_err(err("stat", staged))?;
     let mut w = Walk {
         counts: Counts::default(),
+        opaque: OPAQUE,
         at: host,
     };
     w.file(src, &st, to.as_fd(), &name)?;
@@ -218,7 +236,7 @@ impl Walk<'_> {
         let path = self.path(name);
         let sub_up = open_dir(up, name).map_err(err("opening staged", &path))?;
         let opaque = matches!(
-            rfs::fgetxattr(&sub_up, OPAQUE, &mut [0u8; 4]),
+            rfs::fgetxattr(&sub_up, self.opaque, &mut [0u8; 4]),
             Ok(n) if n >= 1
         );
         let host = lstat(to, name).map_err(err("stat", &path))?;
@@ -235,6 +253,7 @@ impl Walk<'_> {
         let sub_to = open_dir(to, name).map_err(err("opening", &path))?;
         let mut inner = Walk {
             counts: self.counts,
+            opaque: self.opaque,
             at: &path,
         };
         inner.dir(sub_up.as_fd(), sub_to.as_fd())?;
@@ -349,6 +368,7 @@ impl Walk<'_> {
                 .collect();
             let mut inner = Walk {
                 counts: self.counts,
+                opaque: self.opaque,
                 at: &path,
             };
             for n in names {

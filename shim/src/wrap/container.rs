@@ -17,7 +17,7 @@ use sandboy_spec_gen::policy::{BindMount, Policy};
 use sandboy_spec_gen::render::{self, RenderOptions};
 
 use super::identity;
-use super::stage::Staging;
+use super::stage::{self, Staging};
 use crate::container::{validate_id, CreateOptions, Ran, RunMode, Runtime};
 use crate::error::{Failure, Result};
 
@@ -118,31 +118,9 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, req: Request) -> Result<R
 /// Commit or discard the staged writes once every process of the step is
 /// gone: committed only when it exited 0 and this is no dry run.
 fn settle(staging: &Staging, policy: &Policy, id: &str, ran: Ran, dry_run: bool) -> Result<Ran> {
-    for (path, cap) in staging.at_cap() {
-        let limit = match cap {
-            "disk" => policy.disk_cap().to_string(),
-            _ => policy.inode_cap().to_string(),
-        };
-        tracing::warn!(
-            %id,
-            path = %path.display(),
-            cap,
-            limit = %limit,
-            status = ran.status,
-            "disk cap: the staged write path is full ([limits] {cap} = {limit}); the step got ENOSPC and exited {}",
-            ran.status
-        );
-    }
-    if staging.paths.is_empty() {
-        return Ok(ran);
-    }
-    if dry_run || ran.status != 0 {
-        let why = if dry_run {
-            "--dry-run".to_string()
-        } else {
-            format!("the step exited {}", ran.status)
-        };
-        tracing::warn!(%id, status = ran.status, "wrap: {why}: its writes to the write paths were discarded, none reached the host");
+    if staging.paths.is_empty()
+        || !stage::decide(id, policy, &staging.at_cap(), ran.status, dry_run)
+    {
         return Ok(ran);
     }
     let c = staging.commit()?;

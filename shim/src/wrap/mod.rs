@@ -91,10 +91,10 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
         );
     }
     let tier = direct::choose(opts.isolation)?;
-    if opts.dry_run {
-        return Err(Failure::usage(format!(
-            "wrap --dry-run: the {tier} tier cannot stage writes (only sandboy wrap as root does); run it as root, or without --dry-run"
-        )));
+    if opts.dry_run && tier == direct::Tier::Landlock {
+        return Err(Failure::usage(
+            "wrap --dry-run: the landlock tier cannot stage writes; use --isolation namespaces where user namespaces work, run it as root, or drop --dry-run",
+        ));
     }
     // Inline rules alone take the network the tier gives; a policy file
     // says what it needs and is checked against the tier.
@@ -112,6 +112,7 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
             command: &opts.command,
             clear_env: opts.clear_env,
             tier,
+            dry_run: opts.dry_run,
         },
     )
     .map(Ran::status)
