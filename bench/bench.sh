@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: lifecycle vs runc/crun, policy overhead, spec-gen speed.
+# make bench: lifecycle vs runc/crun, policy overhead, staged-write commit, spec-gen speed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
@@ -42,6 +42,10 @@ if [ -f /usr/share/containers/seccomp.json ]; then
     exec python3 "$0" "$@"' "$repo/bench/seccomp.py" "$sandboy" "$work/engine" \
       "$work/personality" "$work/getppid" "${BENCH_SECCOMP_N:-25}"
 fi
+
+echo
+echo "== wrap as root: commit of a staged write path"
+python3 "$repo/bench/commit.py" "$sandboy" "${BENCH_COMMIT_N:-5}" 10000
 
 echo
 echo "== sandboy-spec-gen generate, 200-rule policy"

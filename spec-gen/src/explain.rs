@@ -79,10 +79,15 @@ fn process(o: &mut String, p: &Policy) {
     } else {
         let _ = writeln!(o, "Runs: {}", p.args.join(" "));
     }
+    let who = if p.user_set {
+        format!("as uid {} gid {}", p.uid, p.gid)
+    } else {
+        "as uid 0 gid 0 in a container (the default); `sandboy wrap` as root runs it as the sudo caller (SUDO_UID/SUDO_GID) or nobody (65534:65534), never as host root without user = \"0:0\"".to_string()
+    };
     let _ = writeln!(
         o,
-        "  as uid {} gid {}, in {}, without gaining privileges (no_new_privileges)",
-        p.uid, p.gid, p.cwd
+        "  {who}, in {}, without gaining privileges (no_new_privileges)",
+        p.cwd
     );
     if p.is_wasm() {
         let _ = writeln!(o, "  as a WebAssembly program (OCI-wasm mode)");
@@ -287,17 +292,19 @@ fn limits(o: &mut String, p: &Policy) {
             "no timeout"
         )
     );
-    if p.disk.is_some() || p.inodes.is_some() {
-        let _ = writeln!(
-            o,
-            "  writable storage: {}, {}",
-            or(p.disk.map(|d| d.to_string()), "default size"),
-            or(
-                p.inodes.map(|n| format!("{n} files and directories")),
-                "default file count"
-            )
-        );
-    }
+    let default = |set: bool| if set { "" } else { " (default)" };
+    let _ = writeln!(
+        o,
+        "  writable storage: {}{} and {} files and directories{} per write path; beyond that the step gets ENOSPC",
+        p.disk_cap(),
+        default(p.disk.is_some()),
+        p.inode_cap(),
+        default(p.inodes.is_some()),
+    );
+    let _ = writeln!(
+        o,
+        "    (a tmpfs of that size for container-own paths; `sandboy wrap` stages host write paths on one and commits them only when the step exits 0; host [[mount]] binds and wrap's landlock tier are not capped)"
+    );
     if let Some(w) = &p.wasm {
         let f = |v: Option<String>| v.unwrap_or_else(|| "runtime default".into());
         let _ = writeln!(

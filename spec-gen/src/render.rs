@@ -232,11 +232,23 @@ fn write_flags(policy: &Policy, w: &str) -> Vec<&'static str> {
     f
 }
 
-/// The container-own storage of a write path: a fresh tmpfs.
+/// The container-own storage of a write path: a fresh tmpfs, capped at
+/// `[limits] disk` bytes and `inodes` files (or their defaults), so a step
+/// gets ENOSPC instead of filling memory (issue 14).
 fn write_tmpfs(policy: &Policy, w: &str) -> Mount {
+    let caps = tmpfs_caps(policy);
     let mut opts = write_flags(policy, w);
     opts.push("mode=1777");
+    opts.extend(caps.iter().map(String::as_str));
     mount(w, "tmpfs", "tmpfs", &opts)
+}
+
+/// The tmpfs options of a policy's disk caps: `size=` and `nr_inodes=`.
+pub fn tmpfs_caps(policy: &Policy) -> [String; 2] {
+    [
+        format!("size={}", policy.disk_cap().0),
+        format!("nr_inodes={}", policy.inode_cap()),
+    ]
 }
 
 /// The mounts of one `[[mount]]`. A bind asked `rw` stays writable only

@@ -316,7 +316,7 @@ inodes = 100000
         "may reach hosts: github.com:443, *.crates.io:443",
         "never reaches (checked first): evil.example.com:443",
         "may reach addresses: 10.0.0.0/8 port 5432",
-        "writable storage: 2GiB, 100000 files and directories",
+        "writable storage: 2GiB and 100000 files and directories per write path",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }

@@ -20,6 +20,8 @@
  *   mmap-exec PATH                      (mmap PROT_EXEC of a file)
  *   chmod PATH MODE | create-mode PATH MODE   (octal MODE)
  *   openat2 PATH | euid | hello
+ *   fallocate PATH MB                   (reserve MB MiB in a new file)
+ *   inodes DIR                          (create files in DIR until refused: "files=N ")
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -310,6 +312,23 @@ static int membomb(long mb)
 	return result(0);
 }
 
+static int inode_flood(const char *dir)
+{
+	char path[4096];
+	long n;
+	for (n = 0; n < 10000000; n++) {
+		snprintf(path, sizeof path, "%s/f%ld", dir, n);
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			printf("files=%ld ", n);
+			return result(-1);
+		}
+		close(fd);
+	}
+	printf("files=%ld ", n);
+	return result(0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -385,6 +404,13 @@ int main(int argc, char **argv)
 				   (mode_t)strtoul(b, NULL, 8)));
 	} else if (!strcmp(cmd, "openat2") && a) {
 		return do_openat2(a);
+	} else if (!strcmp(cmd, "fallocate") && a && b) {
+		fd = open(a, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return result(-1);
+		return result(fallocate(fd, 0, 0, (off_t)atol(b) << 20));
+	} else if (!strcmp(cmd, "inodes") && a) {
+		return inode_flood(a);
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;

@@ -1569,3 +1569,87 @@ fn mount_through_image_symlink_into_proc_is_refused() {
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout), "file-content\n");
 }
+
+// ---------------------------------------------------------------------------
+// Issue 14: disk caps and what the log says
+
+/// /tmp is a container-own tmpfs write path; `limits` goes into [limits].
+fn disk_policy(limits: &str) -> String {
+    format!(
+        r#"
+version = 1
+name = "escape-disk"
+[landlock]
+mode = "enforce"
+[fs]
+exec = ["/bin"]
+write = ["/tmp"]
+[limits]
+{limits}
+"#
+    )
+}
+
+/// `files=N errno=…` → (N, the errno verdict).
+fn files_made(o: &Output) -> (u64, String) {
+    let out = text(&o.stdout);
+    let rest = out
+        .trim()
+        .strip_prefix("files=")
+        .unwrap_or_else(|| panic!("{out}"));
+    let (n, verdict) = rest.split_once(' ').unwrap_or_else(|| panic!("{out}"));
+    (n.parse().unwrap(), verdict.to_owned())
+}
+
+#[test]
+fn write_path_tmpfs_is_capped_by_disk_and_inodes() {
+    let t = "write_path_tmpfs_is_capped_by_disk_and_inodes";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(&disk_policy("disk = \"8MiB\"\ninodes = 64"));
+    s.expect(&["fallocate", "/tmp/small", "4"], "ok");
+    s.expect(&["fallocate", "/tmp/big", "64"], "errno=ENOSPC");
+    let o = s.run(&["/bin/probe", "inodes", "/tmp"]);
+    assert_exit(&o, 1);
+    let (n, verdict) = files_made(&o);
+    assert_eq!(verdict, "errno=ENOSPC");
+    assert!((60..=64).contains(&n), "files before the inode cap: {n}");
+    // Without [limits] disk the default (1 GiB) holds: 64 MiB fits, 2 GiB not.
+    let s = Sandbox::generated(&disk_policy(""));
+    s.expect(&["fallocate", "/tmp/fits", "64"], "ok");
+    s.expect(&["fallocate", "/tmp/big", "2048"], "errno=ENOSPC");
+}
+
+#[test]
+fn sigsys_kills_and_refused_execs_are_warn_events_with_the_id() {
+    let t = "sigsys_kills_and_refused_execs_are_warn_events_with_the_id";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    let log = s.host.path().join("log.json");
+    let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+    let run = |args: &[&str]| {
+        let id = unique_id("esc-log");
+        let _c = Cleanup::new(&s.rt, &id);
+        let o = output_timeout(&mut s.run_cmd(&id, &g, &[], args), RUN_LIMIT);
+        let sigsys = !warn_lines_with(&log, &id, "sigsys").is_empty();
+        let exec = !warn_lines_with(&log, &id, "execve").is_empty();
+        (o.status.code(), sigsys, exec)
+    };
+    assert_eq!(
+        run(&["/bin/probe", "syscall", "ptrace"]),
+        (Some(128 + libc::SIGSYS), true, false)
+    );
+    assert_eq!(
+        run(&["/bin/probe", "syscall", "personality"]),
+        (Some(0), false, false)
+    );
+    // /data is in no exec list: execve refused, 126; /bin/true runs.
+    assert_eq!(
+        run(&["/data/probe-copy", "hello"]),
+        (Some(126), false, true)
+    );
+    assert_eq!(run(&["/bin/true"]), (Some(0), false, false));
+}

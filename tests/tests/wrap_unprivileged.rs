@@ -516,3 +516,103 @@ fn the_readme_strict_one_liner_works_as_an_ordinary_user() {
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout), "strict-ok\n");
 }
+
+/// Issue 14, disk, for ordinary users: the namespaces tier stages its
+/// write paths like root wrap does (ENOSPC past `[limits] disk`, a flood
+/// stops at `inodes`, committed only when the command exits 0, discarded
+/// with --dry-run); the landlock tier cannot stage, and refuses both under
+/// enforce rather than run uncapped.
+#[test]
+fn the_namespaces_tier_stages_and_caps_writes_the_landlock_tier_refuses_caps() {
+    let t = "the_namespaces_tier_stages_and_caps_writes_the_landlock_tier_refuses_caps";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    if !namespaces_work(&env) {
+        skip(t, "unprivileged user namespaces are refused here");
+        return;
+    }
+    let capped = env.policy("capped", "none", "[limits]\ndisk = \"8MiB\"\ninodes = 50");
+    let out = env.dir.path().join("out");
+    let o = env.probe(
+        "namespaces",
+        &capped,
+        &["fallocate", &env.p("out/small"), "4"],
+    );
+    assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
+    assert_eq!(
+        fs::metadata(out.join("small")).unwrap().len(),
+        4 << 20,
+        "committed"
+    );
+    let o = env.probe(
+        "namespaces",
+        &capped,
+        &["fallocate", &env.p("out/big"), "64"],
+    );
+    assert_eq!(text(&o.stdout), "errno=ENOSPC\n", "{}", text(&o.stderr));
+    assert!(
+        !out.join("big").exists(),
+        "a failing command's file was committed"
+    );
+    fs::create_dir_all(out.join("flood")).unwrap();
+    env.user.chown(&out.join("flood"));
+    let o = env.probe("namespaces", &capped, &["inodes", &env.p("out/flood")]);
+    let said = text(&o.stdout);
+    let n: u64 = said
+        .strip_prefix("files=")
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said} {}", text(&o.stderr)));
+    assert!(
+        (40..=50).contains(&n) && said.ends_with("errno=ENOSPC\n"),
+        "{said}"
+    );
+    assert_eq!(fs::read_dir(out.join("flood")).unwrap().count(), 0);
+
+    // --dry-run: the command runs, its writes are discarded.
+    let plain = env.policy("plain", "none", "");
+    let dry = |tier: &str| {
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args(["wrap", "--dry-run", "--isolation", tier, "--policy"])
+            .arg(&plain)
+            .arg("--")
+            .args([env.probe.to_str().unwrap(), "create", &env.p("out/dry")])
+            .current_dir(env.dir.path().join("cwd"));
+        capture(&mut c)
+    };
+    let o = dry("namespaces");
+    assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
+    assert!(
+        !out.join("dry").exists(),
+        "--dry-run write reached the host"
+    );
+
+    // The landlock tier: no staging, so no caps and no --dry-run.
+    let o = env.probe(
+        "landlock",
+        &env.policy("capped-ll", "host", "[limits]\ndisk = \"8MiB\""),
+        &["hello"],
+    );
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("[limits] disk"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = dry("landlock");
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("--dry-run"), "{}", text(&o.stderr));
+    let o = env.probe("landlock", &env.policy("plain-ll", "host", ""), &["hello"]);
+    assert_eq!(text(&o.stdout), "hello\n", "{}", text(&o.stderr));
+}
+
+/// Whether the namespaces tier can run here (unprivileged user namespaces).
+fn namespaces_work(env: &Env) -> bool {
+    let o = env.probe(
+        "namespaces",
+        &env.policy("probe-ns", "none", ""),
+        &["hello"],
+    );
+    o.status.success()
+}

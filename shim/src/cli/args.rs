@@ -388,6 +388,9 @@ pub struct Wrap {
     /// Start the command with an empty environment (plus the policy's [process] env).
     #[arg(long)]
     pub clear_env: bool,
+    /// Run the command but discard its staged writes to the write paths (as root).
+    #[arg(long)]
+    pub dry_run: bool,
     /// Allow reading PATH (file or directory; relative to the working directory).
     #[arg(long = "ro", value_name = "PATH")]
     pub ro: Vec<String>,

@@ -93,6 +93,7 @@ fn wrap_options(a: args::Wrap) -> crate::wrap::WrapOptions {
             out,
             depth: a.collapse,
         }),
+        dry_run: a.dry_run,
     }
 }
 

@@ -135,6 +135,13 @@ impl Runtime {
         let work = self.root.join(WRAP_DIR).join(id);
         let _ = fs::remove_file(work.join("config.json"));
         let _ = fs::remove_dir(work.join("rootfs"));
+        // Its staging mount points (`wrap::stage`), empty here for the
+        // same reason; a mounted one (EBUSY) is left alone.
+        let stage = work.join("stage");
+        for entry in fs::read_dir(&stage).into_iter().flatten().flatten() {
+            let _ = fs::remove_dir(entry.path());
+        }
+        let _ = fs::remove_dir(&stage);
         let _ = fs::remove_dir(&work);
         let dir = self.dir(id);
         if dir.exists() {

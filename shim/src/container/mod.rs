@@ -37,7 +37,7 @@ use libcontainer::syscall::syscall::SyscallType;
 use crate::error::{Failure, Result};
 
 pub use exec::ExecOptions;
-pub use run::{exit_status, Ran, RunMode};
+pub use run::{exit_status, report_kill, Ran, RunMode};
 
 /// What `create` (and `run`) are given besides the id: runc's create flags.
 #[derive(Debug, Clone, Default)]

@@ -56,6 +56,23 @@ pub fn exit_status(status: WaitStatus) -> i32 {
     }
 }
 
+/// The exit status of a process the kernel killed with SIGSYS (seccomp's
+/// kill action).
+pub const SIGSYS_STATUS: i32 = 128 + libc::SIGSYS;
+
+/// A `warn` event with the container id when the payload was killed by
+/// seccomp (exit 159), whether or not denial reports are collected
+/// (issue 14): otherwise nothing in `--log` says why it died.
+pub fn report_kill(id: &str, status: i32) {
+    if status == SIGSYS_STATUS {
+        tracing::warn!(
+            %id,
+            status,
+            "seccomp: the payload was killed by SIGSYS: it made a system call the policy denies with [syscalls] action = \"kill\""
+        );
+    }
+}
+
 impl Runtime {
     /// runc's `run`: the container's exit status in the foreground, 0 once
     /// started when detached.
@@ -81,6 +98,9 @@ impl Runtime {
             .pid()
             .ok_or_else(|| Failure::runtime("container has no init pid after start"))?;
         let status = foreground(pid, &signals);
+        if let Ok(code) = &status {
+            report_kill(id, *code);
+        }
         crate::cgroups::oom::report(&container);
         let refusals = self.collect_report(id, mode.report.as_deref())?;
         if !mode.keep {

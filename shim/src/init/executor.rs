@@ -191,7 +191,7 @@ impl Executor for SandboyExecutor {
             None => {
                 let result = DefaultExecutor {}.exec(spec);
                 if let Err(e) = &result {
-                    refused_exec(spec, e);
+                    refused_exec(&self.id, spec, e);
                 }
                 result
             }
@@ -250,18 +250,29 @@ impl SandboyExecutor {
 
 /// An execve refused by the policy (Landlock answers EACCES) exits 126 with
 /// a message naming the program and the policy key, as a shell would;
-/// libcontainer reports the errno only in its error text.
-fn refused_exec(spec: &Spec, e: &ExecutorError) {
+/// libcontainer reports the errno only in its error text. Every failed
+/// execve of the payload is a `warn` event with the container id (issue
+/// 14): the one trace of it in `--log` besides the exit status.
+fn refused_exec(id: &str, spec: &Spec, e: &ExecutorError) {
     // The Display text is generic; the errno is in the Debug form.
     let text = format!("{e} {e:?}");
-    if !(text.contains("EACCES") || text.contains("EPERM")) {
-        return;
-    }
     let program = spec
         .process()
         .as_ref()
         .and_then(|p| p.args().as_ref()?.first().cloned())
         .unwrap_or_default();
+    let refused = text.contains("EACCES") || text.contains("EPERM");
+    tracing::warn!(
+        %id,
+        %program,
+        refused,
+        error = %text,
+        "exec: the payload's execve failed{}",
+        if refused { " (refused by the policy: not in [fs] exec)" } else { "" }
+    );
+    if !refused {
+        return;
+    }
     let _ = writeln!(
         std::io::stderr(),
         "sandboy: {program}: not executable under the policy; add it (or its directory) to [fs] exec"

@@ -1,9 +1,11 @@
 //! `sandboy wrap` as root: confine one command on the host's own
 //! filesystem as a container. The host `/` becomes a read-only rootfs (bound in a
 //! private mount namespace of this process, so the host mount table never
-//! changes), the policy's write paths are bound read-write from the host so
-//! a gate step's changes persist, and the container is removed afterwards
-//! whatever happened to the command. The exit status is the command's.
+//! changes), the policy's host write paths are staged copy-on-write on
+//! capped storage (`stage`) and committed when the step exits 0, and the
+//! container is removed afterwards whatever happened to the command. The
+//! step runs as the identity `identity` chooses, never host root unless the
+//! policy says `user = "0:0"`. The exit status is the command's.
 
 use std::ffi::CString;
 use std::fs;
@@ -14,17 +16,23 @@ use nix::sched::{unshare, CloneFlags};
 use sandboy_spec_gen::policy::{BindMount, Policy};
 use sandboy_spec_gen::render::{self, RenderOptions};
 
+use super::identity;
+use super::stage::{self, Staging};
 use crate::container::{validate_id, CreateOptions, Ran, RunMode, Runtime};
 use crate::error::{Failure, Result};
 
+/// What the root path needs besides the policy.
+pub struct Request {
+    pub command: Vec<String>,
+    /// The program `command[0]` resolves to.
+    pub program: PathBuf,
+    pub report: Option<PathBuf>,
+    /// Discard the staged writes whatever the exit status.
+    pub dry_run: bool,
+}
+
 /// Run `command` under `policy` as a container on the host's root.
-pub fn run(
-    rt: &Runtime,
-    mut policy: Policy,
-    id: &str,
-    command: Vec<String>,
-    report: Option<std::path::PathBuf>,
-) -> Result<Ran> {
+pub fn run(rt: &Runtime, mut policy: Policy, id: &str, req: Request) -> Result<Ran> {
     let id = id.to_string();
     validate_id(&id)?;
     if rt.exists(&id) {
@@ -37,23 +45,42 @@ pub fn run(
             .iter()
             .any(|d| w == *d || w.starts_with(&format!("{d}/")))
     };
-    for w in policy.write.iter().filter(|w| *w != "/" && !own(w)) {
+    let host_writes: Vec<String> = policy
+        .write
+        .iter()
+        .filter(|w| *w != "/" && !own(w))
+        .cloned()
+        .collect();
+    for w in &host_writes {
         if !Path::new(w).exists() {
             return Err(Failure::config(format!(
                 "{}: write path {w} does not exist on this host; create it or remove it from [fs] write",
                 policy.file
             )));
         }
-        policy.mounts.push(BindMount {
-            source: PathBuf::from(w),
-            destination: w.clone(),
-            options: vec!["rbind".into(), "rw".into()],
-        });
     }
-    policy.args = command;
+    let who = identity::from_env(&policy);
+    let writes: Vec<&Path> = host_writes.iter().map(Path::new).collect();
+    identity::check_reach(
+        &policy,
+        who,
+        &identity::needs(&writes, Path::new(&policy.cwd), &req.program),
+    )?;
+    tracing::debug!(%id, identity = %who, "wrap: the step's identity");
+    policy.uid = who.uid;
+    policy.gid = who.gid;
+    policy.args = req.command;
 
     let work = rt.root.join(crate::container::WRAP_DIR).join(&id);
     let rootfs = work.join("rootfs");
+    let staging = Staging::plan(&policy, &work, &host_writes)?;
+    for s in &staging.paths {
+        policy.mounts.push(BindMount {
+            source: s.merged.clone(),
+            destination: s.host.display().to_string(),
+            options: vec!["rbind".into(), "rw".into()],
+        });
+    }
     fs::create_dir_all(&rootfs)?;
     let result = (|| {
         let mut spec = render::render(
@@ -64,10 +91,11 @@ pub fn run(
             },
         )
         .map_err(|e| Failure::config(e.to_string()))?;
-        private_daemon_dirs(&mut spec, &policy.write, Path::new(&policy.cwd));
+        private_daemon_dirs(&mut spec, &policy, Path::new(&policy.cwd));
         let json = render::to_json(&spec).map_err(|e| Failure::config(e.to_string()))?;
         fs::write(work.join("config.json"), json)?;
         bind_host_root(&rootfs)?;
+        staging.mount(&policy)?;
         rt.run(
             &id,
             &CreateOptions {
@@ -75,13 +103,36 @@ pub fn run(
                 ..CreateOptions::default()
             },
             RunMode {
-                report,
+                report: req.report,
                 ..RunMode::default()
             },
         )
     })();
-    cleanup(rt, &id, &work, &rootfs);
+    remove_container(rt, &id);
+    let result = result.and_then(|ran| settle(&staging, &policy, &id, ran, req.dry_run));
+    staging.release();
+    cleanup(&work, &rootfs);
     result
+}
+
+/// Commit or discard the staged writes once every process of the step is
+/// gone: committed only when it exited 0 and this is no dry run.
+fn settle(staging: &Staging, policy: &Policy, id: &str, ran: Ran, dry_run: bool) -> Result<Ran> {
+    if staging.paths.is_empty()
+        || !stage::decide(id, policy, &staging.at_cap(), ran.status, dry_run)
+    {
+        return Ok(ran);
+    }
+    let c = staging.commit()?;
+    tracing::info!(
+        %id,
+        written = c.written,
+        dirs = c.dirs,
+        removed = c.removed,
+        skipped = c.skipped,
+        "wrap: staged writes committed"
+    );
+    Ok(ran)
 }
 
 /// Host daemon sockets (containerd, podman, docker, systemd under `/run`)
@@ -89,10 +140,12 @@ pub fn run(
 /// the container's own tmpfs unless the policy lists them in `[fs] write`.
 /// They go before the first bind mount, so write paths below them are
 /// bound on top. A symlink (Debian's `/var/run -> /run`) is left alone: the
-/// mount would land on its target. The caller's working directory stays
-/// reachable when one of them would hide it (a checkout under /tmp): it is
-/// bound read-only, and what the step may do there is Landlock's to say.
-fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String], cwd: &Path) {
+/// mount would land on its target. The caller's working directory and the
+/// policy's read and exec paths stay reachable when one of them would hide
+/// them (a checkout under /tmp): they are bound read-only, and what the
+/// step may do there is Landlock's to say.
+fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, policy: &Policy, cwd: &Path) {
+    let write = &policy.write;
     let mut mounts = spec.mounts().clone().unwrap_or_default();
     let at = mounts
         .iter()
@@ -103,8 +156,15 @@ fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String], cwd
         .filter(|d| !write.iter().any(|w| w == d || w == "/"))
         .filter(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
         .collect::<Vec<_>>();
-    let hides_cwd =
-        private.iter().any(|d| cwd.starts_with(d)) && !write.iter().any(|w| cwd.starts_with(w));
+    // What a private directory would hide but the step is meant to reach:
+    // the working directory and read/exec paths below it, not under a
+    // write path (those are bound writable anyway).
+    let mut hidden: Vec<PathBuf> = std::iter::once(cwd.to_path_buf())
+        .chain(policy.read.iter().chain(&policy.exec).map(PathBuf::from))
+        .filter(|p| private.iter().any(|d| p.starts_with(d)))
+        .filter(|p| !policy.write.iter().any(|w| p.starts_with(w)))
+        .filter(|p| p.exists())
+        .collect();
     let tmpfs = private.into_iter().map(|d| {
         let mut m = oci_spec::runtime::Mount::default();
         m.set_destination(PathBuf::from(d))
@@ -115,15 +175,19 @@ fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, write: &[String], cwd
             ));
         m
     });
-    mounts.splice(at..at, tmpfs);
-    if hides_cwd {
+    // They go right after them, parents first (component order), before
+    // every policy bind: a write path below one must stay on top, writable.
+    hidden.sort();
+    hidden.dedup();
+    let ro_binds = hidden.into_iter().map(|p| {
         let mut m = oci_spec::runtime::Mount::default();
-        m.set_destination(cwd.to_path_buf())
+        m.set_destination(p.clone())
             .set_typ(Some("bind".into()))
-            .set_source(Some(cwd.to_path_buf()))
+            .set_source(Some(p))
             .set_options(Some(["rbind", "ro"].map(String::from).to_vec()));
-        mounts.push(m);
-    }
+        m
+    });
+    mounts.splice(at..at, tmpfs.chain(ro_binds));
     spec.set_mounts(Some(mounts));
 }
 
@@ -193,16 +257,20 @@ pub(super) fn set_recursive_readonly(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Remove the container and the temporary bundle. The rootfs is unmounted
-/// first and then removed with `remove_dir` (never recursively): it holds
-/// the host's own tree while mounted.
-fn cleanup(rt: &Runtime, id: &str, work: &Path, rootfs: &Path) {
+/// Remove the container, whatever happened to the command.
+fn remove_container(rt: &Runtime, id: &str) {
     if rt.exists(id) {
         if let Ok(mut c) = rt.load(id) {
             let _ = rt.destroy(&mut c, true);
         }
     }
     rt.remove_leftovers(id);
+}
+
+/// Remove the temporary bundle. The rootfs is unmounted first and then
+/// removed with `remove_dir` (never recursively): it holds the host's own
+/// tree while mounted.
+fn cleanup(work: &Path, rootfs: &Path) {
     let _ = umount2(rootfs, MntFlags::MNT_DETACH);
     if let Err(e) = fs::remove_dir(rootfs) {
         if rootfs.exists() {

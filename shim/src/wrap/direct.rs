@@ -25,9 +25,13 @@
 //! and is not applied (a warn).
 //!
 //! Under `[landlock] mode = "enforce"`, what a tier cannot give (a private
-//! network namespace in the landlock tier, a Landlock right above the
-//! kernel's ABI) refuses the run; under `best-effort` one warn per
-//! downgrade.
+//! network namespace or `[limits] disk`/`inodes` in the landlock tier, a
+//! Landlock right above the kernel's ABI) refuses the run; under
+//! `best-effort` one warn per downgrade.
+//!
+//! The namespaces tier stages its directory write paths like root wrap
+//! (`super::stage`): pid 1 of its namespaces commits them when the command
+//! exits 0 (and no `--dry-run`), else they vanish with the namespace.
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -41,6 +45,7 @@ use sandboy_spec_gen::policy::{NetNamespace, Policy, DEFAULT_PATH};
 use sandboy_spec_gen::render;
 
 use super::process::{self, Exec, Outcome, Rlimits};
+use super::stage::Held;
 use super::{namespaces, Isolation};
 use crate::error::{Failure, Result};
 
@@ -88,6 +93,12 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
             "use --isolation namespaces where user namespaces work, or set [net] namespace = \"host\" (TCP stays limited by [net] connect/bind)",
         ));
     }
+    if tier == Tier::Landlock && (policy.disk.is_some() || policy.inodes.is_some()) {
+        missing.push((
+            "[limits] disk and inodes need staged write paths, which this tier cannot make (it writes the host directly)",
+            "use --isolation namespaces where user namespaces work, or run it as root, or drop [limits] disk and inodes",
+        ));
+    }
     let enforce = policy.landlock_mode == LandlockMode::Enforce;
     for (what, fix) in &missing {
         if enforce {
@@ -110,6 +121,8 @@ pub struct Request<'a> {
     pub command: &'a [String],
     pub clear_env: bool,
     pub tier: Tier,
+    /// Discard the staged writes (namespaces tier) whatever the status.
+    pub dry_run: bool,
 }
 
 /// The environment: the caller's (unless `clear_env`) with the policy's
@@ -228,14 +241,17 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
                 Tier::Landlock => process::confine_and_exec(&exec, confinement),
                 Tier::Namespaces => {
                     drop(confinement);
-                    namespaced(&policy, &spec, &exec)
+                    namespaced(&policy, &spec, &exec, req.id, req.dry_run)
                 }
             }
         }
         Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
     };
     match process::supervise(child, deadline, true) {
-        Outcome::Exited(code) => Ok(code),
+        Outcome::Exited(code) => {
+            crate::container::report_kill(req.id, code);
+            Ok(code)
+        }
         Outcome::TimedOut => {
             tracing::warn!(
                 id = %req.id,
@@ -247,6 +263,26 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
     }
 }
 
+/// In pid 1, once the command exited `code` (every other process of the
+/// namespace is gone with it): commit the staged write paths when it
+/// passed and this is no dry run, else let them go with the namespace.
+fn settle(staged: &[Held], policy: &Policy, id: &str, code: i32, dry_run: bool) -> Result<()> {
+    let full: Vec<(&std::path::Path, &'static str)> = staged
+        .iter()
+        .filter_map(|h| Some((h.host.as_path(), h.at_cap()?)))
+        .collect();
+    if staged.is_empty() || !super::stage::decide(id, policy, &full, code, dry_run) {
+        return Ok(());
+    }
+    for h in staged {
+        let c = h
+            .commit()
+            .map_err(|e| super::stage::commit_failure(&h.host, e))?;
+        tracing::debug!(%id, path = %h.host.display(), written = c.written, removed = c.removed, "wrap: staged writes committed");
+    }
+    Ok(())
+}
+
 /// SIGKILL when the parent dies, so a killed watchdog takes the sandbox
 /// with it.
 fn die_with_parent() {
@@ -255,7 +291,7 @@ fn die_with_parent() {
 
 /// The namespaces tier from the first child on: namespaces, then pid 1
 /// (builds the root, reaps), then the command. Never returns.
-fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec) -> ! {
+fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec, id: &str, dry_run: bool) -> ! {
     let fail = |e: &dyn std::fmt::Display| -> ! {
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),
@@ -282,9 +318,10 @@ fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec) -> ! {
     }
     // Pid 1 of the new pid namespace.
     die_with_parent();
-    if let Err(e) = namespaces::build_root(policy, &exec.cwd) {
-        fail(&e);
-    }
+    let staged = match namespaces::build_root(policy, &exec.cwd) {
+        Ok(staged) => staged,
+        Err(e) => fail(&e),
+    };
     let confinement = match Confinement::prepare_with(spec, 0, None) {
         Ok(c) => c,
         Err(e) => fail(&format!("confinement: {e}")),
@@ -294,11 +331,17 @@ fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec) -> ! {
         Ok(ForkResult::Parent { child }) => {
             drop(confinement);
             match process::supervise(child, None, false) {
-                Outcome::Exited(code) => exit(code),
+                Outcome::Exited(code) => match settle(&staged, policy, id, code, dry_run) {
+                    Ok(()) => exit(code),
+                    Err(e) => fail(&e),
+                },
                 Outcome::TimedOut => exit(137),
             }
         }
-        Ok(ForkResult::Child) => process::confine_and_exec(exec, confinement),
+        Ok(ForkResult::Child) => {
+            drop(staged);
+            process::confine_and_exec(exec, confinement)
+        }
         Err(e) => fail(&format!("fork: {e}")),
     }
 }

@@ -12,13 +12,16 @@
 //! The policy comes from `--policy`, from inline flags (`inline`), or both;
 //! the wrapped program's loader and libraries are added (`loader`).
 
+mod commit;
 mod container;
 mod direct;
+mod identity;
 mod inline;
 mod learn;
 mod loader;
 mod namespaces;
 mod process;
+mod stage;
 
 use std::path::PathBuf;
 
@@ -57,6 +60,8 @@ pub struct WrapOptions {
     pub report: Option<PathBuf>,
     /// Observe instead of confining and write the policy (`--learn`).
     pub learn: Option<Learn>,
+    /// Discard the staged writes even when the command exits 0.
+    pub dry_run: bool,
 }
 
 /// Whether wrap runs as a container (root) or unprivileged.
@@ -78,12 +83,27 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
     }
     if needs_runtime() {
         let mut policy = load_policy(&opts, NetNamespace::None)?;
-        if !behave_like_a_wrapper(&mut policy, &opts)? {
+        let Some(program) = behave_like_a_wrapper(&mut policy, &opts)? else {
             return Ok(Ran::status(127));
-        }
-        return container::run(&rt()?, policy, &id, opts.command, opts.report);
+        };
+        return container::run(
+            &rt()?,
+            policy,
+            &id,
+            container::Request {
+                command: opts.command,
+                program,
+                report: opts.report,
+                dry_run: opts.dry_run,
+            },
+        );
     }
     let tier = direct::choose(opts.isolation)?;
+    if opts.dry_run && tier == direct::Tier::Landlock {
+        return Err(Failure::usage(
+            "wrap --dry-run: the landlock tier cannot stage writes; use --isolation namespaces where user namespaces work, run it as root, or drop --dry-run",
+        ));
+    }
     // Inline rules alone take the network the tier gives; a policy file
     // says what it needs and is checked against the tier.
     let ns = match tier {
@@ -100,6 +120,7 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
             command: &opts.command,
             clear_env: opts.clear_env,
             tier,
+            dry_run: opts.dry_run,
         },
     )
     .map(Ran::status)
@@ -135,9 +156,9 @@ fn load_policy(opts: &WrapOptions, inline_ns: NetNamespace) -> Result<Policy> {
 
 /// The container path runs the command like the unprivileged tiers do: in
 /// the caller's directory, with the caller's environment, and with the
-/// program's loader readable. `false` (and a message) when the program
-/// does not exist: exit status 127, before any container is made.
-fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<bool> {
+/// program's loader readable. The program, or `None` (and a message) when
+/// it does not exist: exit status 127, before any container is made.
+fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<Option<PathBuf>> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
     let env = direct::environment(policy, opts.clear_env);
@@ -147,7 +168,7 @@ fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<bool
         .and_then(|(_, v)| v.to_str().map(String::from));
     let Some(program) = process::find_program(&opts.command[0], path_var.as_deref(), &cwd) else {
         process::not_found(&opts.command[0]);
-        return Ok(false);
+        return Ok(None);
     };
     loader::grant(policy, Some(&program));
     policy.env = env
@@ -155,5 +176,5 @@ fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<bool
         .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v.to_str()?)))
         .collect();
     policy.cwd = cwd.display().to_string();
-    Ok(true)
+    Ok(Some(program))
 }

@@ -13,8 +13,10 @@
 //!    `mount_setattr(AT_RECURSIVE)`;
 //! 3. own `/proc`, a minimal `/dev` (null, zero, full, random, urandom, tty
 //!    bound from the host), a private `/tmp` unless `/tmp` is a write path;
-//! 4. the write paths bound read-write from the host, and read/exec paths
-//!    that a private `/tmp` or `/dev` would hide bound read-only;
+//! 4. the write paths bound read-write — a directory staged on a capped
+//!    overlay over the host's (committed by pid 1 when the command exits
+//!    0, see `direct`), a file from the host — and read/exec paths that a
+//!    private `/tmp` or `/dev` would hide bound read-only;
 //! 5. `pivot_root(".", ".")` in `/newroot` and detach the old root.
 //!
 //! Landlock and seccomp are applied after this, by the command's process.
@@ -26,6 +28,8 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::unistd::{chdir, pivot_root};
 use sandboy_spec_gen::policy::{NetNamespace, Policy};
+
+use super::stage::{self, Held};
 
 /// A setup step that failed, with what it was.
 #[derive(Debug, thiserror::Error)]
@@ -158,8 +162,10 @@ fn mount_point(src: &Path, dst: &Path) -> Result<(), SetupError> {
 
 /// In pid 1 of the new namespaces: build the root and pivot into it.
 /// `cwd` (the caller's directory) stays reachable even under a private
-/// `/tmp`; what it may be used for is Landlock's to say.
-pub fn build_root(policy: &Policy, cwd: &Path) -> Result<(), SetupError> {
+/// `/tmp`; what it may be used for is Landlock's to say. Write paths that
+/// are directories are staged (`super::stage`): what the commit needs is
+/// returned, since the host root is gone once this returns.
+pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> {
     ctx(
         mount(
             None::<&str>,
@@ -245,14 +251,24 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<(), SetupError> {
     }
     // Parents before children, so a nested path is bound on top.
     binds.sort_by_key(|(p, _)| p.len());
+    let mut held = Vec::new();
     for (p, rw) in binds {
         let rel = p.trim_start_matches('/');
-        let src = old.join(rel);
+        let mut src = old.join(rel);
         if !src.exists() || is_bound_dev(p) {
             continue;
         }
         let dst: PathBuf = new.join(rel);
         mount_point(&src, &dst)?;
+        if rw && src.is_dir() {
+            let at = Path::new("/stage").join(held.len().to_string());
+            let (merged, h) = ctx(
+                stage::stage_in_userns(policy, Path::new(p), &src, &at),
+                || format!("staging write path {p}"),
+            )?;
+            held.push(h);
+            src = merged;
+        }
         bind(&src, &dst, "policy path")?;
         if !rw {
             super::container::set_recursive_readonly(&dst).map_err(|e| SetupError {
@@ -269,7 +285,8 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<(), SetupError> {
     ctx(umount2(".", MntFlags::MNT_DETACH).map_err(nix_io), || {
         "detaching the old root".into()
     })?;
-    ctx(chdir("/").map_err(nix_io), || "chdir /".into())
+    ctx(chdir("/").map_err(nix_io), || "chdir /".into())?;
+    Ok(held)
 }
 
 /// Devices the minimal /dev already binds.

@@ -135,6 +135,9 @@ pub struct Policy {
     pub env: Vec<String>,
     pub uid: u32,
     pub gid: u32,
+    /// Whether `[process] user` was written: `sandboy wrap` as root runs a
+    /// step without one as an unprivileged identity, never as host root.
+    pub user_set: bool,
     pub memory: Option<ByteSize>,
     pub pids: Option<i64>,
     pub cpus: Option<f64>,
@@ -148,7 +151,23 @@ pub struct Policy {
     pub ignore: Vec<String>,
 }
 
+/// Storage each writable path gets when `[limits] disk` is absent.
+pub const DEFAULT_DISK: ByteSize = ByteSize(1 << 30);
+/// Files and directories each writable path may hold when `[limits]
+/// inodes` is absent.
+pub const DEFAULT_INODES: u64 = 100_000;
+
 impl Policy {
+    /// `[limits] disk`, or [`DEFAULT_DISK`].
+    pub fn disk_cap(&self) -> ByteSize {
+        self.disk.unwrap_or(DEFAULT_DISK)
+    }
+
+    /// `[limits] inodes`, or [`DEFAULT_INODES`].
+    pub fn inode_cap(&self) -> u64 {
+        self.inodes.unwrap_or(DEFAULT_INODES)
+    }
+
     /// Whether `process.args[0]` selects OCI-wasm mode.
     pub fn is_wasm(&self) -> bool {
         self.args.first().is_some_and(|a| a.ends_with(".wasm"))

@@ -22,7 +22,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use toml::de::DeTable;
 
-pub use checked::{Anchor, BindMount, Grant, NetNamespace, Policy, RelativePath, SeccompAction};
+pub use checked::{
+    Anchor, BindMount, Grant, NetNamespace, Policy, RelativePath, SeccompAction, DEFAULT_DISK,
+    DEFAULT_INODES,
+};
 pub(crate) use diags::diagnostic;
 pub use diags::{doc_link, DOC_SECTIONS};
 pub use egress::{CidrRule, Egress, HostRule, RuleError};

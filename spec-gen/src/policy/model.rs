@@ -161,7 +161,9 @@ pub struct ProcessTable {
     pub cwd: Option<String>,
     /// `KEY=VALUE` entries; a `PATH` default is added if missing.
     pub env: Option<Vec<String>>,
-    /// Numeric `uid:gid` (default `0:0`).
+    /// Numeric `uid:gid` (default `0:0` in a container; `sandboy wrap` as
+    /// root runs a step without one as the sudo caller or nobody, and as
+    /// host root only for an explicit `"0:0"`).
     #[schemars(regex(pattern = r"^[0-9]+:[0-9]+$"))]
     pub user: Option<String>,
 }
@@ -182,9 +184,10 @@ pub struct LimitsTable {
     pub nofile: Option<u32>,
     /// Wall-clock limit; then SIGKILL to the whole container.
     pub timeout: Option<DurationText>,
-    /// Storage for every writable path, e.g. "2GiB".
+    /// Storage for each writable path, e.g. "2GiB" (default 1GiB).
     pub disk: Option<SizeText>,
-    /// Number of files and directories the writable paths may hold.
+    /// Number of files and directories each writable path may hold
+    /// (default 100000).
     #[schemars(range(min = 1))]
     pub inodes: Option<u64>,
 }

@@ -69,6 +69,7 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
         env: process.env,
         uid: process.uid,
         gid: process.gid,
+        user_set: process.user_set,
         memory: limits.memory,
         pids: limits.pids,
         cpus: limits.cpus,

@@ -14,6 +14,7 @@ pub(super) struct Process {
     pub env: Vec<String>,
     pub uid: u32,
     pub gid: u32,
+    pub user_set: bool,
 }
 
 pub(super) fn check(mut t: Table, d: &mut Diags) -> Process {
@@ -23,7 +24,9 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Process {
         .and_then(|c| absolute(d, &c, "process.cwd"))
         .unwrap_or_else(|| "/".into());
     let env = env(&mut t, d);
-    let (uid, gid) = t.str(d, "user").and_then(|u| user(d, &u)).unwrap_or((0, 0));
+    let written = t.str(d, "user");
+    let user_set = written.is_some();
+    let (uid, gid) = written.and_then(|u| user(d, &u)).unwrap_or((0, 0));
     t.finish(d);
     Process {
         args,
@@ -31,6 +34,7 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Process {
         env,
         uid,
         gid,
+        user_set,
     }
 }
 

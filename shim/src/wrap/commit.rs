@@ -1,0 +1,407 @@
+//! Committing a staged write path to the host: the overlay's upper layer
+//! (what the step created, changed or removed) applied to the host
+//! directory once the step has exited 0 and every process of it is gone.
+//!
+//! * new files are created in place (`O_CREAT|O_EXCL`); changed files,
+//!   symlinks and fifos are written beside their name under a temporary
+//!   name (`O_EXCL`) and renamed over it; all with the staged owner, mode
+//!   (setuid/setgid bits dropped), and times;
+//! * whiteouts (character devices 0:0) remove the host entry, a whole tree
+//!   for a directory; opaque directories (`trusted.overlay.opaque = y`)
+//!   replace the host directory instead of merging into it;
+//! * nothing on the host side is ever followed through a symlink: every
+//!   step goes from a directory fd by one name, `O_NOFOLLOW`, so a symlink
+//!   the step planted (or one already on the host) is replaced as an entry
+//!   and never written through; the commit cannot leave the write path.
+//!
+//! Not carried over: extended attributes and ACLs of changed files, hard
+//! links (each name becomes its own file), sockets, device nodes (the step
+//! cannot make them), and the write path root's own mode and times. A
+//! commit is not atomic: an error stops it, and what was applied stays.
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Gid, Mode, OFlags, Stat, Timestamps, Uid};
+use rustix::io::Errno;
+use rustix::time::Timespec;
+
+/// A commit step that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} {path}: {source}")]
+pub struct CommitError {
+    what: &'static str,
+    path: String,
+    source: std::io::Error,
+}
+
+/// What a commit did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Files, symlinks and fifos written.
+    pub written: u64,
+    /// Directories created.
+    pub dirs: u64,
+    /// Host entries removed (whiteouts, replaced trees).
+    pub removed: u64,
+    /// Entries that cannot be committed (sockets, devices).
+    pub skipped: u64,
+}
+
+/// The xattr overlayfs marks an opaque directory with: a privileged mount,
+/// and one made in a user namespace (`userxattr`).
+pub const OPAQUE: &str = "trusted.overlay.opaque";
+pub const OPAQUE_USERNS: &str = "user.overlay.opaque";
+
+static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+struct Walk<'a> {
+    counts: Counts,
+    /// The opaque-directory xattr of this overlay.
+    opaque: &'static str,
+    /// The path below the write path, for messages.
+    at: &'a Path,
+}
+
+fn err(what: &'static str, path: &Path) -> impl FnOnce(Errno) -> CommitError {
+    let path = path.display().to_string();
+    move |e| CommitError {
+        what,
+        path,
+        source: e.into(),
+    }
+}
+
+fn open_dir(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<OwnedFd> {
+    rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+fn lstat(dir: BorrowedFd<'_>, name: &CStr) -> rustix::io::Result<Option<Stat>> {
+    match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(st)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn file_type(st: &Stat) -> FileType {
+    FileType::from_raw_mode(st.st_mode)
+}
+
+fn is_whiteout(st: &Stat) -> bool {
+    file_type(st) == FileType::CharacterDevice && st.st_rdev == 0
+}
+
+fn times(st: &Stat) -> Timestamps {
+    Timestamps {
+        last_access: Timespec {
+            tv_sec: st.st_atime,
+            tv_nsec: st.st_atime_nsec as _,
+        },
+        last_modification: Timespec {
+            tv_sec: st.st_mtime,
+            tv_nsec: st.st_mtime_nsec as _,
+        },
+    }
+}
+
+/// Permission bits to give the host entry: never setuid, and setgid only
+/// on directories (where it means group inheritance, not privilege).
+fn safe_mode(st: &Stat, dir: bool) -> Mode {
+    let keep = if dir { 0o3777 } else { 0o1777 };
+    Mode::from_raw_mode(st.st_mode & keep)
+}
+
+/// Apply the upper layer `upper` to the host directory `host`.
+pub fn commit_dir(upper: &Path, host: &Path) -> Result<Counts, CommitError> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let up = rfs::open(upper, flags, Mode::empty()).map_err(err("opening", upper))?;
+    let to = rfs::open(host, flags, Mode::empty()).map_err(err("opening", host))?;
+    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE)
+}
+
+/// [`commit_dir`] from open directories (the namespaces tier opens them
+/// before its host root goes away); `host` names the write path in
+/// messages, `opaque` is the overlay's opaque xattr.
+pub fn commit_dir_fds(
+    up: BorrowedFd<'_>,
+    to: BorrowedFd<'_>,
+    host: &Path,
+    opaque: &'static str,
+) -> Result<Counts, CommitError> {
+    let mut w = Walk {
+        counts: Counts::default(),
+        opaque,
+        at: host,
+    };
+    w.dir(up, to)?;
+    Ok(w.counts)
+}
+
+/// Copy the staged single file `staged` back over the host file `host`
+/// (a write path that is a file).
+pub fn commit_file(staged: &Path, host: &Path) -> Result<Counts, CommitError> {
+    let parent = host.parent().unwrap_or(Path::new("/"));
+    let name = cname(host.file_name().unwrap_or_default());
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let to = rfs::open(parent, flags, Mode::empty()).map_err(err("opening", parent))?;
+    let src = rfs::open(
+        staged,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(err("opening", staged))?;
+    let st = rfs::fstat(&src).map_err(err("stat", staged))?;
+    let mut w = Walk {
+        counts: Counts::default(),
+        opaque: OPAQUE,
+        at: host,
+    };
+    w.file(src, &st, to.as_fd(), &name)?;
+    Ok(w.counts)
+}
+
+fn cname(n: &OsStr) -> CString {
+    // A directory entry name never holds NUL.
+    CString::new(n.as_bytes()).unwrap_or_default()
+}
+
+impl Walk<'_> {
+    fn path(&self, name: &CStr) -> std::path::PathBuf {
+        self.at.join(OsStr::from_bytes(name.to_bytes()))
+    }
+
+    /// Every entry of the upper directory `up` onto the host directory `to`.
+    fn dir(&mut self, up: BorrowedFd<'_>, to: BorrowedFd<'_>) -> Result<(), CommitError> {
+        let here = self.at.to_path_buf();
+        let entries = Dir::read_from(up).map_err(err("reading", &here))?;
+        for entry in entries {
+            let entry = entry.map_err(err("reading", &here))?;
+            let name = entry.file_name().to_owned();
+            if name.as_bytes() == b"." || name.as_bytes() == b".." {
+                continue;
+            }
+            self.entry(up, to, &name)?;
+        }
+        Ok(())
+    }
+
+    fn entry(
+        &mut self,
+        up: BorrowedFd<'_>,
+        to: BorrowedFd<'_>,
+        name: &CStr,
+    ) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let Some(st) = lstat(up, name).map_err(err("stat", &path))? else {
+            return Ok(());
+        };
+        match file_type(&st) {
+            _ if is_whiteout(&st) => self.remove(to, name),
+            FileType::Directory => self.subdir(up, to, name, &st),
+            FileType::RegularFile => {
+                let src = rfs::openat(
+                    up,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(err("opening staged", &path))?;
+                self.file(src, &st, to, name)
+            }
+            FileType::Symlink | FileType::Fifo => self.special(up, to, name, &st),
+            _ => {
+                tracing::debug!(path = %path.display(), "commit: skipped (socket or device)");
+                self.counts.skipped += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn subdir(
+        &mut self,
+        up: BorrowedFd<'_>,
+        to: BorrowedFd<'_>,
+        name: &CStr,
+        st: &Stat,
+    ) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let sub_up = open_dir(up, name).map_err(err("opening staged", &path))?;
+        let opaque = matches!(
+            rfs::fgetxattr(&sub_up, self.opaque, &mut [0u8; 4]),
+            Ok(n) if n >= 1
+        );
+        let host = lstat(to, name).map_err(err("stat", &path))?;
+        let host_dir = host
+            .as_ref()
+            .is_some_and(|h| file_type(h) == FileType::Directory);
+        if host.is_some() && (opaque || !host_dir) {
+            self.remove(to, name)?;
+        }
+        if !host_dir || opaque {
+            rfs::mkdirat(to, name, Mode::from_raw_mode(0o700)).map_err(err("mkdir", &path))?;
+            self.counts.dirs += 1;
+        }
+        let sub_to = open_dir(to, name).map_err(err("opening", &path))?;
+        let mut inner = Walk {
+            counts: self.counts,
+            opaque: self.opaque,
+            at: &path,
+        };
+        inner.dir(sub_up.as_fd(), sub_to.as_fd())?;
+        self.counts = inner.counts;
+        own(&sub_to, st).map_err(err("chown", &path))?;
+        rfs::fchmod(&sub_to, safe_mode(st, true)).map_err(err("chmod", &path))?;
+        rfs::futimens(&sub_to, &times(st)).map_err(err("setting times of", &path))
+    }
+
+    /// A regular file: a new name is created in place (`O_EXCL`: nothing,
+    /// not even a symlink, may be there); an existing one is replaced by a
+    /// copy under a temporary name renamed over it.
+    fn file(
+        &mut self,
+        src: OwnedFd,
+        st: &Stat,
+        to: BorrowedFd<'_>,
+        name: &CStr,
+    ) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let fresh = lstat(to, name).map_err(err("stat", &path))?.is_none();
+        let tmp = if fresh { name.to_owned() } else { temp_name() };
+        let dst = rfs::openat(
+            to,
+            &tmp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(err("creating", &path))?;
+        let copied = (|| {
+            let mut from = std::fs::File::from(src);
+            let mut into = std::fs::File::from(dst);
+            std::io::copy(&mut from, &mut into)
+                .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+            own(&into, st)?;
+            rfs::fchmod(&into, safe_mode(st, false))?;
+            rfs::futimens(&into, &times(st))
+        })();
+        if let Err(e) = copied {
+            let _ = rfs::unlinkat(to, &tmp, AtFlags::empty());
+            return Err(err("writing", &path)(e));
+        }
+        if fresh {
+            self.counts.written += 1;
+            return Ok(());
+        }
+        self.replace(to, &tmp, name)
+    }
+
+    /// A symlink (its text, never followed) or a fifo.
+    fn special(
+        &mut self,
+        up: BorrowedFd<'_>,
+        to: BorrowedFd<'_>,
+        name: &CStr,
+        st: &Stat,
+    ) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let tmp = temp_name();
+        if file_type(st) == FileType::Symlink {
+            let target =
+                rfs::readlinkat(up, name, Vec::new()).map_err(err("reading link", &path))?;
+            rfs::symlinkat(&target, to, &tmp).map_err(err("symlink", &path))?;
+        } else {
+            rfs::mknodat(to, &tmp, FileType::Fifo, safe_mode(st, false), 0)
+                .map_err(err("mkfifo", &path))?;
+        }
+        let meta = rfs::chownat(
+            to,
+            &tmp,
+            Some(Uid::from_raw(st.st_uid)),
+            Some(Gid::from_raw(st.st_gid)),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .and_then(|()| rfs::utimensat(to, &tmp, &times(st), AtFlags::SYMLINK_NOFOLLOW));
+        if let Err(e) = meta {
+            let _ = rfs::unlinkat(to, &tmp, AtFlags::empty());
+            return Err(err("setting owner and times of", &path)(e));
+        }
+        self.replace(to, &tmp, name)
+    }
+
+    /// Rename `tmp` over `name`; a directory in the way is removed first
+    /// (rename cannot replace one with a file).
+    fn replace(&mut self, to: BorrowedFd<'_>, tmp: &CStr, name: &CStr) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let in_way = lstat(to, name).map_err(err("stat", &path))?;
+        if in_way.is_some_and(|h| file_type(&h) == FileType::Directory) {
+            self.remove(to, name)?;
+        }
+        if let Err(e) = rfs::renameat(to, tmp, to, name) {
+            let _ = rfs::unlinkat(to, tmp, AtFlags::empty());
+            return Err(err("renaming into place", &path)(e));
+        }
+        self.counts.written += 1;
+        Ok(())
+    }
+
+    /// Remove the host entry `name` of `to`, a whole tree for a directory
+    /// (descending by fd, never through a symlink). Gone already is fine.
+    fn remove(&mut self, to: BorrowedFd<'_>, name: &CStr) -> Result<(), CommitError> {
+        let path = self.path(name);
+        let Some(st) = lstat(to, name).map_err(err("stat", &path))? else {
+            return Ok(());
+        };
+        if file_type(&st) == FileType::Directory {
+            let sub = open_dir(to, name).map_err(err("opening", &path))?;
+            let names: Vec<CString> = Dir::read_from(&sub)
+                .map_err(err("reading", &path))?
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_owned()))
+                .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+                .collect();
+            let mut inner = Walk {
+                counts: self.counts,
+                opaque: self.opaque,
+                at: &path,
+            };
+            for n in names {
+                inner.remove(sub.as_fd(), &n)?;
+            }
+            self.counts = inner.counts;
+            rfs::unlinkat(to, name, AtFlags::REMOVEDIR).map_err(err("removing", &path))?;
+        } else {
+            match rfs::unlinkat(to, name, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(err("removing", &path)(e)),
+            }
+        }
+        self.counts.removed += 1;
+        Ok(())
+    }
+}
+
+/// Give an fd the staged owner, unless it has it already (the namespaces
+/// tier cannot chown, and needs not: every file there is the caller's).
+fn own(fd: impl AsFd, st: &Stat) -> rustix::io::Result<()> {
+    let now = rfs::fstat(&fd)?;
+    if now.st_uid == st.st_uid && now.st_gid == st.st_gid {
+        return Ok(());
+    }
+    rfs::fchown(
+        &fd,
+        Some(Uid::from_raw(st.st_uid)),
+        Some(Gid::from_raw(st.st_gid)),
+    )
+}
+
+fn temp_name() -> CString {
+    let n = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
+    CString::new(format!(".sandboy-commit.{}.{n}", std::process::id())).unwrap_or_default()
+}
