@@ -79,11 +79,17 @@ impl Runtime {
             opts.additional_gids
         };
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
+        // The second filter of a node policy, as the init has it.
+        let node_seccomp = crate::node::read_seccomp(c.bundle())?
+            .map(|p| sandboy_confine::seccomp::compile(&p))
+            .transpose()
+            .map_err(|e| Failure::runtime(format!("exec: the container's node policy: {e}")))?;
         let bundle = bundle_of(&c);
         let pid = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
                     .with_held(held)
+                    .with_node_seccomp(node_seccomp)
                     .with_notify(notify.as_ref().map(|n| n.target(id, &bundle, &init_spec))),
             )
             .with_root_path(&self.root)?
