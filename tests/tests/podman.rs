@@ -36,6 +36,12 @@ struct Podman {
 
 impl Podman {
     fn setup(test: &str) -> Option<Podman> {
+        Self::setup_with(test, "")
+    }
+
+    /// `setup` with more global flags for sandboy in the wrapper (e.g.
+    /// `--config FILE`).
+    fn setup_with(test: &str, flags: &str) -> Option<Podman> {
         if !need_root(test) || !need_tool(test, "podman") || !need_tool(test, "conmon") {
             return None;
         }
@@ -50,7 +56,7 @@ impl Podman {
             &runtime,
             &dir.path().join("calls.log"),
             &KEEP_CONFIG.replace("DIR", &dir.path().to_string_lossy()),
-            &format!("--root '{}' ", state.display()),
+            &format!("--root '{}' {flags}", state.display()),
             &bin,
         );
 
@@ -720,6 +726,74 @@ fn wasm_containers_via_annotation() {
     assert_eq!(
         sarif["runs"][0]["properties"]["sandboy"]["tool"],
         "infersharp"
+    );
+    p.assert_clean();
+}
+
+/// A policy of the node named by `--annotation dev.sandboy.policy=gate-step`
+/// (the node configuration given to sandboy with --config, the policy in a
+/// private root-owned directory): a write under /tmp works, one in /root
+/// is refused.
+#[test]
+fn named_policy_annotation_is_enforced() {
+    let node = TempDir::new("podman-node");
+    let policies = node.path().join("policies");
+    fs::create_dir_all(&policies).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for d in [node.path(), policies.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let policy = "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n";
+    fs::write(policies.join("gate-step.toml"), policy).unwrap();
+    let config = node.path().join("config.toml");
+    fs::write(
+        &config,
+        format!("policy_dir = \"{}\"\n", policies.display()),
+    )
+    .unwrap();
+    let Some(p) = Podman::setup_with(
+        "podman::named_policy_annotation_is_enforced",
+        &format!("--config '{}' ", config.display()),
+    ) else {
+        return;
+    };
+    let b = busybox_rootfs();
+    let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
+                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi; \
+                  echo denied";
+    let o = p.run(&[
+        "--rm",
+        "--annotation",
+        "dev.sandboy.policy=gate-step",
+        "--rootfs",
+        b.rootfs().to_str().unwrap(),
+        "sh",
+        "-c",
+        script,
+    ]);
+    let out = text(&o.stdout);
+    assert!(!out.contains("WROTE-OUTSIDE"), "policy not enforced: {out}");
+    p.expect(&o, 0);
+    assert!(
+        out.starts_with("allowed\n"),
+        "write under /tmp failed: {out}"
+    );
+    assert!(out.contains("Permission denied"), "no EACCES: {out}");
+    assert!(!b.rootfs().join("root/outside").exists());
+    // An unknown name: podman shows sandboy's one-line error.
+    let o = p.run(&[
+        "--rm",
+        "--annotation",
+        "dev.sandboy.policy=gate-stpe",
+        "--rootfs",
+        b.rootfs().to_str().unwrap(),
+        "true",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("did you mean \"gate-step\"?"),
+        "{}",
+        text(&o.stderr)
     );
     p.assert_clean();
 }
