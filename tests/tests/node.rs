@@ -182,12 +182,38 @@ fn named_policy_confines_and_is_recorded() {
     );
     let st = n.rt.state(&id);
     assert_eq!(st["annotations"]["dev.sandboy.policy"], "gate-step");
+    // And the log an engine keeps says the same (run with --log below).
     let sha = st["annotations"]["dev.sandboy.policy.sha256"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     let want = sha256_of(&n.policies().join("gate-step.toml"));
     assert_eq!(sha, want, "{st}");
+
+    let log = n.dir.path().join("runtime.log");
+    let b = engine_bundle("true", &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-log");
+    let _g = n.rt.guard(&id);
+    let o = n.sandboy(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "run",
+        "--bundle",
+        b.path().to_str().unwrap(),
+        &id,
+    ]);
+    assert_exit(&o, 0);
+    let line = fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.contains("node policy applied"))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .unwrap_or_else(|| panic!("no policy event in the log"));
+    assert_eq!(line["policy"], "gate-step", "{line}");
+    assert_eq!(line["sha256"], want.as_str(), "{line}");
+    assert_eq!(line["id"], id.as_str(), "{line}");
 }
 
 fn sha256_of(path: &Path) -> String {

@@ -797,3 +797,62 @@ fn named_policy_annotation_is_enforced() {
     );
     p.assert_clean();
 }
+
+/// `sandboy-spec-gen annotate --format podman` prints arguments a shell
+/// hands to podman verbatim (CSV- and shell-quoted), and they confine.
+#[test]
+fn spec_gen_annotate_output_runs_under_podman() {
+    let Some(p) = Podman::setup("podman::spec_gen_annotate_output_runs_under_podman") else {
+        return;
+    };
+    let policy = p.dir.path().join("step.toml");
+    fs::write(
+        &policy,
+        "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n[limits]\ntimeout = \"5m\"\n",
+    )
+    .unwrap();
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["annotate", "--format", "podman"])
+            .arg(&policy),
+    );
+    p.expect(&o, 0);
+    let printed = text(&o.stdout);
+    assert!(
+        printed.contains("--annotation '\"dev.sandboy.landlock={\"\"mode\"\":"),
+        "{printed}"
+    );
+    // What a shell makes of the printed text: the argv podman gets.
+    let argv = capture(Command::new("sh").arg("-c").arg(format!(
+        "set -- {}; printf '%s\\n' \"$@\"",
+        printed.trim_end().replace("\\\n", " ")
+    )));
+    p.expect(&argv, 0);
+    let args: Vec<String> = text(&argv.stdout).lines().map(String::from).collect();
+    assert_eq!(
+        args.iter().filter(|a| *a == "--annotation").count(),
+        3,
+        "{args:?}"
+    );
+    let b = busybox_rootfs();
+    let mut run: Vec<&str> = vec!["--rm"];
+    run.extend(args.iter().map(String::as_str));
+    let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
+                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi";
+    let rootfs = b.rootfs();
+    run.extend(["--rootfs", rootfs.to_str().unwrap(), "sh", "-c", script]);
+    let o = p.run(&run);
+    let out = text(&o.stdout);
+    assert!(!out.contains("WROTE-OUTSIDE"), "not confined: {out}");
+    p.expect(&o, 0);
+    assert!(
+        out.starts_with("allowed\n") && out.contains("Permission denied"),
+        "{out}"
+    );
+    let config: serde_json::Value = serde_json::from_slice(
+        &fs::read(p.dir.path().join("last-config.json")).expect("config.json copy"),
+    )
+    .unwrap();
+    assert_eq!(config["annotations"]["dev.sandboy.timeout"], "300s");
+    p.assert_clean();
+}
