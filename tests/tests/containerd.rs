@@ -887,6 +887,96 @@ fn namespace_options(buf: &mut Vec<u8>, field: u32) {
     });
 }
 
+/// A CRI client on a test's containerd, failing with its calls and log.
+struct Cri<'a> {
+    c: &'a Containerd,
+    client: cri::Client,
+}
+
+impl<'a> Cri<'a> {
+    fn new(c: &'a Containerd) -> Self {
+        Cri {
+            c,
+            client: cri::Client {
+                sock: c.sock.clone(),
+            },
+        }
+    }
+
+    fn call(&self, method: &str, req: &[u8]) -> Result<Vec<u8>, String> {
+        self.client.call(&format!("{RT}/{method}"), req)
+    }
+
+    fn must(&self, method: &str, req: &[u8]) -> Vec<u8> {
+        self.call(method, req).unwrap_or_else(|e| {
+            panic!(
+                "{e}\nruntime calls:\n{}\ncontainerd log:\n{}",
+                self.c.calls(),
+                self.c.log()
+            )
+        })
+    }
+
+    /// ExecSync `sh -c script`: stdout, stderr, exit code.
+    fn exec_sync(&self, id: &str, script: &str) -> (String, String, u64) {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        for a in ["/bin/sh", "-c", script] {
+            cri::string(&mut req, 2, a);
+        }
+        cri::uint(&mut req, 3, 30);
+        let resp = self.must("ExecSync", &req);
+        (
+            cri::get_string(&resp, 1),
+            cri::get_string(&resp, 2),
+            cri::get_uint(&resp, 3),
+        )
+    }
+}
+
+/// The busybox image and a pause image made of it, into `k8s.io`.
+fn import_pod_images(c: &Containerd, b: &Bundle) {
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/sandboy-busybox:test",
+        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
+    );
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/pause:latest",
+        &[
+            "ENV PATH=/bin",
+            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
+        ],
+    );
+}
+
+/// A CRI ContainerConfig: name, image, argv, `PATH=/bin`, annotations, a
+/// log file `<name>.log`, a private pid namespace.
+fn container_config(
+    cc: &mut Vec<u8>,
+    name: &str,
+    image: &str,
+    argv: &[&str],
+    annotations: &[(&str, &str)],
+) {
+    cri::msg(cc, 1, |m| cri::string(m, 1, name));
+    cri::msg(cc, 2, |i| cri::string(i, 1, image));
+    cri::string(cc, 3, argv[0]);
+    for a in &argv[1..] {
+        cri::string(cc, 4, a);
+    }
+    cri::msg(cc, 6, |kv| {
+        cri::string(kv, 1, "PATH");
+        cri::string(kv, 2, "/bin");
+    });
+    cri::map(cc, 10, annotations);
+    cri::string(cc, 11, &format!("{name}.log"));
+    cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+}
+
 /// The CRI path: a pod with runtime handler `sandboy` (what a RuntimeClass
 /// with `handler: sandboy` makes the kubelet send) runs through the
 /// configured runtime entry (BinaryName, Root), with the listed pod and
@@ -906,21 +996,7 @@ fn cri_runtime_handler_sandboy() {
     // adapter image: the rootfs bundles/adapter.sh lays out (component from
     // components/adapters.toml, report under /in).
     let b = Bundle::busybox(&[]);
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/sandboy-busybox:test",
-        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
-    );
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/pause:latest",
-        &[
-            "ENV PATH=/bin",
-            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
-        ],
-    );
+    import_pod_images(&c, &b);
     let adapter_image = components_dir().join("infersharp.wasm").is_file().then(|| {
         let ab = d.join("adapter-bundle");
         let o = capture(
@@ -936,20 +1012,8 @@ fn cri_runtime_handler_sandboy() {
         image
     });
 
-    let client = cri::Client {
-        sock: c.sock.clone(),
-    };
-    let call = |method: &str, req: &[u8]| -> Vec<u8> {
-        client
-            .call(&format!("{RT}/{method}"), req)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{e}\nruntime calls:\n{}\ncontainerd log:\n{}",
-                    c.calls(),
-                    c.log()
-                )
-            })
-    };
+    let client = Cri::new(&c);
+    let call = |method: &str, req: &[u8]| client.must(method, req);
     let cgroup_parent = c.pod_cgroup_parent();
     let log_dir = d.join("pod-logs");
     fs::create_dir_all(&log_dir).unwrap();
@@ -995,19 +1059,7 @@ fn cri_runtime_handler_sandboy() {
         let mut req = Vec::new();
         cri::string(&mut req, 1, &pod);
         cri::msg(&mut req, 2, |cc| {
-            cri::msg(cc, 1, |m| cri::string(m, 1, name));
-            cri::msg(cc, 2, |i| cri::string(i, 1, image));
-            cri::string(cc, 3, argv[0]);
-            for a in &argv[1..] {
-                cri::string(cc, 4, a);
-            }
-            cri::msg(cc, 6, |kv| {
-                cri::string(kv, 1, "PATH");
-                cri::string(kv, 2, "/bin");
-            });
-            cri::map(cc, 10, annotations);
-            cri::string(cc, 11, &format!("{name}.log"));
-            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+            container_config(cc, name, image, argv, annotations)
         });
         cri::msg(&mut req, 3, sandbox_config);
         let id = cri::get_string(&call("CreateContainer", &req), 1);
@@ -1069,20 +1121,7 @@ fn cri_runtime_handler_sandboy() {
         "the pause and app containers are created through sandboy"
     );
 
-    let exec_sync = |id: &str, script: &str| -> (String, String, u64) {
-        let mut req = Vec::new();
-        cri::string(&mut req, 1, id);
-        for a in ["/bin/sh", "-c", script] {
-            cri::string(&mut req, 2, a);
-        }
-        cri::uint(&mut req, 3, 30);
-        let resp = call("ExecSync", &req);
-        (
-            cri::get_string(&resp, 1),
-            cri::get_string(&resp, 2),
-            cri::get_uint(&resp, 3),
-        )
-    };
+    let exec_sync = |id: &str, script: &str| client.exec_sync(id, script);
     // ExecSync: output and exit code.
     assert_eq!(
         exec_sync(&ctr, "echo in-exec; echo oops >&2; exit 3"),
@@ -1271,29 +1310,10 @@ fn cri_gate_handler_default_and_required_policy() {
     node_config("default_policy = \"gate-step\"\nallow_annotations = false\n");
 
     let b = Bundle::busybox(&[]);
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/sandboy-busybox:test",
-        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
-    );
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/pause:latest",
-        &[
-            "ENV PATH=/bin",
-            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
-        ],
-    );
-    let client = cri::Client {
-        sock: c.sock.clone(),
-    };
-    let call = |method: &str, req: &[u8]| client.call(&format!("{RT}/{method}"), req);
-    let must = |method: &str, req: &[u8]| {
-        call(method, req)
-            .unwrap_or_else(|e| panic!("{e}\nruntime calls:\n{}\n{}", c.calls(), c.log()))
-    };
+    import_pod_images(&c, &b);
+    let client = Cri::new(&c);
+    let call = |method: &str, req: &[u8]| client.call(method, req);
+    let must = |method: &str, req: &[u8]| client.must(method, req);
     let cgroup_parent = c.pod_cgroup_parent();
     let log_dir = d.join("pod-logs");
     fs::create_dir_all(&log_dir).unwrap();
@@ -1320,20 +1340,13 @@ fn cri_gate_handler_default_and_required_policy() {
         let mut req = Vec::new();
         cri::string(&mut req, 1, &pod);
         cri::msg(&mut req, 2, |cc| {
-            cri::msg(cc, 1, |m| cri::string(m, 1, name));
-            cri::msg(cc, 2, |i| {
-                cri::string(i, 1, "localhost/sandboy-busybox:test")
-            });
-            for a in ["/bin/sh", "-c", "exec sleep 1000"] {
-                cri::string(cc, if a == "/bin/sh" { 3 } else { 4 }, a);
-            }
-            cri::msg(cc, 6, |kv| {
-                cri::string(kv, 1, "PATH");
-                cri::string(kv, 2, "/bin");
-            });
-            cri::map(cc, 10, annotations);
-            cri::string(cc, 11, &format!("{name}.log"));
-            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+            container_config(
+                cc,
+                name,
+                "localhost/sandboy-busybox:test",
+                &["/bin/sh", "-c", "exec sleep 1000"],
+                annotations,
+            )
         });
         cri::msg(&mut req, 3, sandbox_config);
         let id = cri::get_string(&call("CreateContainer", &req)?, 1);
@@ -1342,20 +1355,7 @@ fn cri_gate_handler_default_and_required_policy() {
         call("StartContainer", &req)?;
         Ok(id)
     };
-    let exec_sync = |id: &str, script: &str| -> (String, String, u64) {
-        let mut req = Vec::new();
-        cri::string(&mut req, 1, id);
-        for a in ["/bin/sh", "-c", script] {
-            cri::string(&mut req, 2, a);
-        }
-        cri::uint(&mut req, 3, 30);
-        let resp = must("ExecSync", &req);
-        (
-            cri::get_string(&resp, 1),
-            cri::get_string(&resp, 2),
-            cri::get_uint(&resp, 3),
-        )
-    };
+    let exec_sync = |id: &str, script: &str| client.exec_sync(id, script);
 
     // No annotation at all: confined by the handler's default policy.
     let app = create("app", &[]).unwrap_or_else(|e| panic!("{e}\n{}", c.calls()));
