@@ -437,3 +437,43 @@ fn policy_cli_lists_shows_checks() {
     assert!(err.contains("broken.toml:3:8"), "{err}");
     assert!(err.contains("read = \"/etc\""), "snippet: {err}");
 }
+
+/// The policy tightens what the engine asked for: its pid limit (64) wins
+/// over the engine's looser one (1000), a looser policy limit does not
+/// loosen the engine's, and its hide paths are masked.
+#[test]
+fn policy_tightens_resources_and_masks_hide_paths() {
+    let Some(n) = Node::new("node::policy_tightens_resources_and_masks_hide_paths", "") else {
+        return;
+    };
+    n.policy(
+        "loose",
+        "version = 1\n[fs]\nread = [\"/\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n[limits]\npids = 5000\n",
+    );
+    let pids_max = |policy: &str, engine: i64| -> (String, String) {
+        let b = engine_bundle("sleep 30", &[("dev.sandboy.policy", policy)]);
+        b.edit(|c| c["linux"]["resources"]["pids"] = serde_json::json!({ "limit": engine }));
+        let id = unique_id("node-limits");
+        let _g = n.rt.guard(&id);
+        assert_exit(
+            &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
+        let max = cgroups_named(&id)
+            .into_iter()
+            .map(|p| p.join("pids.max"))
+            .find(|p| p.exists())
+            .map(|p| fs::read_to_string(p).unwrap().trim().to_owned())
+            .unwrap_or_default();
+        assert_exit(&n.sandboy(&["start", &id]), 0);
+        let o = n.sandboy(&["exec", &id, "cat", "/etc/hostname"]);
+        assert_exit(&o, 0);
+        (max, text(&o.stdout))
+    };
+    let (max, hostname) = pids_max("gate-step", 1000);
+    assert_eq!(max, "64", "the policy's stricter pid limit");
+    assert_eq!(hostname, "", "/etc/hostname is hidden by gate-step");
+    let (max, hostname) = pids_max("loose", 1000);
+    assert_eq!(max, "1000", "the engine's stricter pid limit");
+    assert_eq!(hostname, "sandboy\n", "not hidden by the loose policy");
+}
