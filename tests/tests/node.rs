@@ -436,6 +436,15 @@ fn policy_cli_lists_shows_checks() {
     let err = text(&o.stderr);
     assert!(err.contains("broken.toml:3:8"), "{err}");
     assert!(err.contains("read = \"/etc\""), "snippet: {err}");
+    // A relative path is fine for wrap, not for a container: check says so.
+    n.policy("relative", "version = 1\n[fs]\nread = [\"./src\"]\n");
+    let o = n.sandboy(&["policy", "check", "relative"]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("relative.toml:3:9"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 /// The policy tightens what the engine asked for: its pid limit (64) wins

@@ -55,7 +55,14 @@ fn check(explicit: Option<&Path>, name: Option<String>) -> Result<i32> {
     let mut bad = 0;
     for name in &names {
         let (path, text) = policies::read(&node.policy_dir, name)?;
-        match Policy::parse(&text, &path.display().to_string(), &node.policy_dir) {
+        // As create will: a policy applied onto an engine's spec must also
+        // be renderable (absolute paths; the engine gives the command).
+        let engine = oci_spec::runtime::Spec::default();
+        let checked =
+            Policy::parse(&text, &path.display().to_string(), &node.policy_dir).and_then(|p| {
+                sandboy_spec_gen::render::check_renderable(&p, Some(&engine)).map(|()| p)
+            });
+        match checked {
             Ok(p) => output::line(&format!("{name}: ok (sha256 {})", p.sha256)),
             Err(e) if !e.diagnostics().is_empty() => {
                 bad += 1;
