@@ -486,3 +486,39 @@ fn policy_tightens_resources_and_masks_hide_paths() {
     assert_eq!(max, "1000", "the engine's stricter pid limit");
     assert_eq!(hostname, "sandboy\n", "not hidden by the loose policy");
 }
+
+/// A policy's `[[mount]]` reaches the container only where the operator
+/// allows it (`allow_mounts = true`); elsewhere it is left out.
+#[test]
+fn policy_mounts_only_when_allowed() {
+    let Some(n) = Node::new("node::policy_mounts_only_when_allowed", "") else {
+        return;
+    };
+    let host = TempDir::new("node-mount");
+    fs::write(host.path().join("hello"), "from the host\n").unwrap();
+    n.policy(
+        "with-mount",
+        &format!(
+            "version = 1\n[fs]\nread = [\"/etc\", \"/proc\", \"/work\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n\
+             [[mount]]\nsource = \"{}\"\ndestination = \"/work\"\noptions = [\"rbind\", \"ro\"]\n",
+            host.path().display()
+        ),
+    );
+    let b = engine_bundle(
+        "cat /work/hello 2>&1 || echo NO-MOUNT",
+        &[("dev.sandboy.policy", "with-mount")],
+    );
+    let run = |config: &str| {
+        n.config(config);
+        let id = unique_id("node-mount");
+        let _g = n.rt.guard(&id);
+        let o = n.run(&b, &id);
+        assert_exit(&o, 0);
+        text(&o.stdout)
+    };
+    assert!(
+        run("").contains("NO-MOUNT"),
+        "mount added without allow_mounts"
+    );
+    assert_eq!(run("allow_mounts = true\n"), "from the host\n");
+}
