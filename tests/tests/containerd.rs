@@ -953,6 +953,29 @@ fn import_pod_images(c: &Containerd, b: &Bundle) {
     );
 }
 
+/// A CRI PodSandboxConfig: metadata, log directory, annotations, a
+/// private cgroup parent and host networking.
+fn pod_sandbox_config(
+    buf: &mut Vec<u8>,
+    name: &str,
+    uid: &str,
+    log_dir: &Path,
+    cgroup_parent: &str,
+    annotations: &[(&str, &str)],
+) {
+    cri::msg(buf, 1, |m| {
+        cri::string(m, 1, name);
+        cri::string(m, 2, uid);
+        cri::string(m, 3, "default");
+    });
+    cri::string(buf, 3, log_dir.to_str().unwrap());
+    cri::map(buf, 7, annotations);
+    cri::msg(buf, 8, |l| {
+        cri::string(l, 1, cgroup_parent);
+        cri::msg(l, 2, |sc| namespace_options(sc, 1));
+    });
+}
+
 /// A CRI ContainerConfig: name, image, argv, `PATH=/bin`, annotations, a
 /// log file `<name>.log`, a private pid namespace.
 fn container_config(
@@ -1019,24 +1042,17 @@ fn cri_runtime_handler_sandboy() {
     fs::create_dir_all(&log_dir).unwrap();
     let pod_uid = unique_id("uid");
     let sandbox_config = |buf: &mut Vec<u8>| {
-        cri::msg(buf, 1, |m| {
-            cri::string(m, 1, "sandboy-pod");
-            cri::string(m, 2, &pod_uid);
-            cri::string(m, 3, "default");
-        });
-        cri::string(buf, 3, log_dir.to_str().unwrap());
-        cri::map(
+        pod_sandbox_config(
             buf,
-            7,
+            "sandboy-pod",
+            &pod_uid,
+            &log_dir,
+            &cgroup_parent,
             &[
                 ("dev.sandboy.timeout", "600s"),
                 ("example.com/not-passed", "pod"),
             ],
-        );
-        cri::msg(buf, 8, |l| {
-            cri::string(l, 1, &cgroup_parent);
-            cri::msg(l, 2, |sc| namespace_options(sc, 1));
-        });
+        )
     };
 
     let mut req = Vec::new();
@@ -1319,16 +1335,7 @@ fn cri_gate_handler_default_and_required_policy() {
     fs::create_dir_all(&log_dir).unwrap();
     let pod_uid = unique_id("uid");
     let sandbox_config = |buf: &mut Vec<u8>| {
-        cri::msg(buf, 1, |m| {
-            cri::string(m, 1, "gate-pod");
-            cri::string(m, 2, &pod_uid);
-            cri::string(m, 3, "default");
-        });
-        cri::string(buf, 3, log_dir.to_str().unwrap());
-        cri::msg(buf, 8, |l| {
-            cri::string(l, 1, &cgroup_parent);
-            cri::msg(l, 2, |sc| namespace_options(sc, 1));
-        });
+        pod_sandbox_config(buf, "gate-pod", &pod_uid, &log_dir, &cgroup_parent, &[])
     };
     let mut req = Vec::new();
     cri::msg(&mut req, 1, sandbox_config);
