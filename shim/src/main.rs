@@ -10,7 +10,8 @@
 //!  └─> container   operations on libcontainer (create, run, exec, signal, delete)
 //!       ├─> init        what runs in the container's init: confinement, payload
 //!       ├─> supervisor  the per-container process (deadline, …), pidfd
-//!       └─> cgroups     devices, prime, removal, stats, OOM
+//!       ├─> cgroups     devices, prime, removal, stats, OOM
+//!       └─> node        the node configuration and its named policies
 //! host       protections of the host itself (sealed runtime binary)
 //! error      failures and their exit codes, in one place
 //! ```
@@ -24,6 +25,7 @@ mod container;
 mod error;
 mod host;
 mod init;
+mod node;
 mod supervisor;
 #[cfg(test)]
 mod test_support;

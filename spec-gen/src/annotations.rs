@@ -12,6 +12,9 @@ pub const LANDLOCK: &str = "dev.sandboy.landlock";
 pub const TIMEOUT: &str = "dev.sandboy.timeout";
 /// JSON of the policy's `[wasm]` table.
 pub const WASM_LIMITS: &str = "dev.sandboy.wasm.limits";
+/// Name of a policy of the node's policy directory (`sandboy policy list`),
+/// applied by the runtime at create.
+pub const POLICY: &str = "dev.sandboy.policy";
 /// sha256 of the policy file the spec was generated from.
 pub const POLICY_SHA256: &str = "dev.sandboy.policy.sha256";
 /// `wasm` selects OCI-wasm mode (crun's convention).
@@ -24,6 +27,7 @@ pub const ALL: &[&str] = &[
     LANDLOCK,
     TIMEOUT,
     WASM_LIMITS,
+    POLICY,
     POLICY_SHA256,
     OCI_HANDLER,
     WASM_VARIANT,

@@ -228,10 +228,7 @@ pub(crate) fn levenshtein(a: &str, b: &str) -> usize {
 
 /// The closest candidate within a small edit distance (a third of the
 /// word, at least 2, at most 3), ties going to the first candidate.
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
+pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
     let limit = (word.chars().count() / 3).clamp(2, 3);
     candidates
         .into_iter()

@@ -7,17 +7,19 @@
 //! [`annotations`]: `LandlockRuleset::decode`, `WasmLimits::decode` and
 //! `access_bits`.
 
+pub mod annotate;
 pub mod annotations;
 pub mod error;
 pub mod explain;
 pub mod guards;
+pub mod onto;
 pub mod policy;
 pub mod render;
 pub mod suggest;
 pub mod syscalls;
 pub mod units;
 
-pub use error::{Diagnostic, Error, Location};
+pub use error::{closest, Diagnostic, Error, Location};
 pub use policy::Policy;
 pub use render::{generate, render, RenderOptions};
 

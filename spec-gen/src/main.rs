@@ -47,6 +47,14 @@ enum Command {
     },
     /// Say in plain words what a policy allows and denies.
     Explain { policy: PathBuf },
+    /// Print the policy's annotations for `podman --annotation` (CSV-quoted)
+    /// and for a Kubernetes manifest (YAML).
+    Annotate {
+        policy: PathBuf,
+        /// Only one form.
+        #[arg(long, value_enum)]
+        format: Option<AnnotateFormat>,
+    },
     /// Print the policy's JSON Schema.
     Schema,
     /// Print, as a unified diff, the smallest change to a policy that would
@@ -76,6 +84,12 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AnnotateFormat {
+    Podman,
+    Yaml,
 }
 
 fn main() -> ExitCode {
@@ -201,6 +215,21 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
             }
         }
         Command::Explain { policy } => stdout(&explain::explain(&Policy::load(&policy)?)),
+        Command::Annotate { policy, format } => {
+            let p = Policy::load(&policy)?;
+            render::check_renderable(&p, Some(&oci_spec::runtime::Spec::default()))?;
+            let ann = render::annotations(&p);
+            use sandboy_spec_gen::annotate;
+            stdout(&match format {
+                Some(AnnotateFormat::Podman) => annotate::podman(&ann),
+                Some(AnnotateFormat::Yaml) => annotate::yaml(&ann),
+                None => format!(
+                    "# podman run / create:\n{}\n# Kubernetes pod (or pod template) metadata:\n{}",
+                    annotate::podman(&ann),
+                    annotate::yaml(&ann)
+                ),
+            })
+        }
         Command::Schema => stdout(&sandboy_spec_gen::schema_json()),
         Command::Suggest {
             policy,

@@ -257,7 +257,7 @@ pub fn tmpfs_caps(policy: &Policy) -> [String; 2] {
 /// writable mount would let them through), and each write path inside it
 /// gets a writable bind of the matching host subdirectory. Writable binds
 /// are `nosuid,nodev` and `noexec` unless executable.
-fn policy_binds(policy: &Policy, b: &BindMount) -> Vec<Mount> {
+pub(crate) fn policy_binds(policy: &Policy, b: &BindMount) -> Vec<Mount> {
     let bind = |dest: &str, source: PathBuf, opts: Vec<&str>| {
         let mut m = mount(dest, "bind", "", &opts);
         m.set_source(Some(source));

@@ -73,6 +73,21 @@ impl Containerd {
             shipped.contains(entry),
             "config.toml has no sandboy BinaryName"
         );
+        // The gate handler's wrapper passes the test's node configuration
+        // (never the real /etc/sandboy), as deploy/node/sandboy-gate does.
+        let gate = d.join("bin/sandboy-gate");
+        write_runtime_wrapper(
+            &gate,
+            &d.join("calls.log"),
+            &KEEP_CONFIG.replace("DIR", &d.to_string_lossy()),
+            &format!("--config '{}' ", d.join("node/gate.toml").display()),
+            &bin,
+        );
+        let gate_entry = "BinaryName = \"/usr/local/bin/sandboy-gate\"";
+        assert!(
+            shipped.contains(gate_entry),
+            "config.toml has no sandboy-gate BinaryName"
+        );
         let body: String = shipped
             .replace(
                 entry,
@@ -80,6 +95,14 @@ impl Containerd {
                     "BinaryName = \"{}\"\n        Root = \"{}\"",
                     runtime.display(),
                     d.join("cri-runtime-root").display()
+                ),
+            )
+            .replace(
+                gate_entry,
+                &format!(
+                    "BinaryName = \"{}\"\n        Root = \"{}\"",
+                    gate.display(),
+                    d.join("cri-gate-root").display()
                 ),
             )
             .lines()
@@ -864,6 +887,119 @@ fn namespace_options(buf: &mut Vec<u8>, field: u32) {
     });
 }
 
+/// A CRI client on a test's containerd, failing with its calls and log.
+struct Cri<'a> {
+    c: &'a Containerd,
+    client: cri::Client,
+}
+
+impl<'a> Cri<'a> {
+    fn new(c: &'a Containerd) -> Self {
+        Cri {
+            c,
+            client: cri::Client {
+                sock: c.sock.clone(),
+            },
+        }
+    }
+
+    fn call(&self, method: &str, req: &[u8]) -> Result<Vec<u8>, String> {
+        self.client.call(&format!("{RT}/{method}"), req)
+    }
+
+    fn must(&self, method: &str, req: &[u8]) -> Vec<u8> {
+        self.call(method, req).unwrap_or_else(|e| {
+            panic!(
+                "{e}\nruntime calls:\n{}\ncontainerd log:\n{}",
+                self.c.calls(),
+                self.c.log()
+            )
+        })
+    }
+
+    /// ExecSync `sh -c script`: stdout, stderr, exit code.
+    fn exec_sync(&self, id: &str, script: &str) -> (String, String, u64) {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        for a in ["/bin/sh", "-c", script] {
+            cri::string(&mut req, 2, a);
+        }
+        cri::uint(&mut req, 3, 30);
+        let resp = self.must("ExecSync", &req);
+        (
+            cri::get_string(&resp, 1),
+            cri::get_string(&resp, 2),
+            cri::get_uint(&resp, 3),
+        )
+    }
+}
+
+/// The busybox image and a pause image made of it, into `k8s.io`.
+fn import_pod_images(c: &Containerd, b: &Bundle) {
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/sandboy-busybox:test",
+        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
+    );
+    c.import_image(
+        "k8s.io",
+        &b.rootfs(),
+        "localhost/pause:latest",
+        &[
+            "ENV PATH=/bin",
+            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
+        ],
+    );
+}
+
+/// A CRI PodSandboxConfig: metadata, log directory, annotations, a
+/// private cgroup parent and host networking.
+fn pod_sandbox_config(
+    buf: &mut Vec<u8>,
+    name: &str,
+    uid: &str,
+    log_dir: &Path,
+    cgroup_parent: &str,
+    annotations: &[(&str, &str)],
+) {
+    cri::msg(buf, 1, |m| {
+        cri::string(m, 1, name);
+        cri::string(m, 2, uid);
+        cri::string(m, 3, "default");
+    });
+    cri::string(buf, 3, log_dir.to_str().unwrap());
+    cri::map(buf, 7, annotations);
+    cri::msg(buf, 8, |l| {
+        cri::string(l, 1, cgroup_parent);
+        cri::msg(l, 2, |sc| namespace_options(sc, 1));
+    });
+}
+
+/// A CRI ContainerConfig: name, image, argv, `PATH=/bin`, annotations, a
+/// log file `<name>.log`, a private pid namespace.
+fn container_config(
+    cc: &mut Vec<u8>,
+    name: &str,
+    image: &str,
+    argv: &[&str],
+    annotations: &[(&str, &str)],
+) {
+    cri::msg(cc, 1, |m| cri::string(m, 1, name));
+    cri::msg(cc, 2, |i| cri::string(i, 1, image));
+    cri::string(cc, 3, argv[0]);
+    for a in &argv[1..] {
+        cri::string(cc, 4, a);
+    }
+    cri::msg(cc, 6, |kv| {
+        cri::string(kv, 1, "PATH");
+        cri::string(kv, 2, "/bin");
+    });
+    cri::map(cc, 10, annotations);
+    cri::string(cc, 11, &format!("{name}.log"));
+    cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+}
+
 /// The CRI path: a pod with runtime handler `sandboy` (what a RuntimeClass
 /// with `handler: sandboy` makes the kubelet send) runs through the
 /// configured runtime entry (BinaryName, Root), with the listed pod and
@@ -883,21 +1019,7 @@ fn cri_runtime_handler_sandboy() {
     // adapter image: the rootfs bundles/adapter.sh lays out (component from
     // components/adapters.toml, report under /in).
     let b = Bundle::busybox(&[]);
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/sandboy-busybox:test",
-        &["ENV PATH=/bin", r#"CMD ["/bin/sh"]"#],
-    );
-    c.import_image(
-        "k8s.io",
-        &b.rootfs(),
-        "localhost/pause:latest",
-        &[
-            "ENV PATH=/bin",
-            r#"ENTRYPOINT ["/bin/sleep", "2147483647"]"#,
-        ],
-    );
+    import_pod_images(&c, &b);
     let adapter_image = components_dir().join("infersharp.wasm").is_file().then(|| {
         let ab = d.join("adapter-bundle");
         let o = capture(
@@ -913,43 +1035,24 @@ fn cri_runtime_handler_sandboy() {
         image
     });
 
-    let client = cri::Client {
-        sock: c.sock.clone(),
-    };
-    let call = |method: &str, req: &[u8]| -> Vec<u8> {
-        client
-            .call(&format!("{RT}/{method}"), req)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{e}\nruntime calls:\n{}\ncontainerd log:\n{}",
-                    c.calls(),
-                    c.log()
-                )
-            })
-    };
+    let client = Cri::new(&c);
+    let call = |method: &str, req: &[u8]| client.must(method, req);
     let cgroup_parent = c.pod_cgroup_parent();
     let log_dir = d.join("pod-logs");
     fs::create_dir_all(&log_dir).unwrap();
     let pod_uid = unique_id("uid");
     let sandbox_config = |buf: &mut Vec<u8>| {
-        cri::msg(buf, 1, |m| {
-            cri::string(m, 1, "sandboy-pod");
-            cri::string(m, 2, &pod_uid);
-            cri::string(m, 3, "default");
-        });
-        cri::string(buf, 3, log_dir.to_str().unwrap());
-        cri::map(
+        pod_sandbox_config(
             buf,
-            7,
+            "sandboy-pod",
+            &pod_uid,
+            &log_dir,
+            &cgroup_parent,
             &[
                 ("dev.sandboy.timeout", "600s"),
                 ("example.com/not-passed", "pod"),
             ],
-        );
-        cri::msg(buf, 8, |l| {
-            cri::string(l, 1, &cgroup_parent);
-            cri::msg(l, 2, |sc| namespace_options(sc, 1));
-        });
+        )
     };
 
     let mut req = Vec::new();
@@ -972,19 +1075,7 @@ fn cri_runtime_handler_sandboy() {
         let mut req = Vec::new();
         cri::string(&mut req, 1, &pod);
         cri::msg(&mut req, 2, |cc| {
-            cri::msg(cc, 1, |m| cri::string(m, 1, name));
-            cri::msg(cc, 2, |i| cri::string(i, 1, image));
-            cri::string(cc, 3, argv[0]);
-            for a in &argv[1..] {
-                cri::string(cc, 4, a);
-            }
-            cri::msg(cc, 6, |kv| {
-                cri::string(kv, 1, "PATH");
-                cri::string(kv, 2, "/bin");
-            });
-            cri::map(cc, 10, annotations);
-            cri::string(cc, 11, &format!("{name}.log"));
-            cri::msg(cc, 15, |l| cri::msg(l, 2, |sc| namespace_options(sc, 3)));
+            container_config(cc, name, image, argv, annotations)
         });
         cri::msg(&mut req, 3, sandbox_config);
         let id = cri::get_string(&call("CreateContainer", &req), 1);
@@ -1046,20 +1137,7 @@ fn cri_runtime_handler_sandboy() {
         "the pause and app containers are created through sandboy"
     );
 
-    let exec_sync = |id: &str, script: &str| -> (String, String, u64) {
-        let mut req = Vec::new();
-        cri::string(&mut req, 1, id);
-        for a in ["/bin/sh", "-c", script] {
-            cri::string(&mut req, 2, a);
-        }
-        cri::uint(&mut req, 3, 30);
-        let resp = call("ExecSync", &req);
-        (
-            cri::get_string(&resp, 1),
-            cri::get_string(&resp, 2),
-            cri::get_uint(&resp, 3),
-        )
-    };
+    let exec_sync = |id: &str, script: &str| client.exec_sync(id, script);
     // ExecSync: output and exit code.
     assert_eq!(
         exec_sync(&ctr, "echo in-exec; echo oops >&2; exit 3"),
@@ -1209,5 +1287,160 @@ fn cri_runtime_handler_sandboy() {
     call("RemovePodSandbox", &req);
     let mut all: Vec<&str> = ids.iter().map(String::as_str).collect();
     all.push(&pod);
+    c.assert_clean(&root, &all);
+}
+
+/// The `sandboy-gate` handler (deploy/containerd/config.toml): its wrapper
+/// passes a node configuration whose `default_policy` confines a container
+/// that names nothing; raw `dev.sandboy.*` annotations are refused there;
+/// with `require_policy` and no default, an unconfined container is refused
+/// through CRI with sandboy's message, and nothing of it is left.
+#[test]
+fn cri_gate_handler_default_and_required_policy() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = "containerd::cri_gate_handler_default_and_required_policy";
+    if !need_tool(test, "podman") || !need_tool(test, "tar") {
+        return;
+    }
+    let Some(c) = Containerd::start(test) else {
+        return;
+    };
+    let d = c.dir.path().to_path_buf();
+    let policies = d.join("node/policies");
+    fs::create_dir_all(&policies).unwrap();
+    for dir in [d.as_path(), &d.join("node"), &policies] {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::write(
+        policies.join("gate-step.toml"),
+        "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n",
+    )
+    .unwrap();
+    let node_config = |body: &str| {
+        fs::write(
+            d.join("node/gate.toml"),
+            format!("policy_dir = \"{}\"\n{body}", policies.display()),
+        )
+        .unwrap()
+    };
+    node_config("default_policy = \"gate-step\"\nallow_annotations = false\n");
+
+    let b = Bundle::busybox(&[]);
+    import_pod_images(&c, &b);
+    let client = Cri::new(&c);
+    let call = |method: &str, req: &[u8]| client.call(method, req);
+    let must = |method: &str, req: &[u8]| client.must(method, req);
+    let cgroup_parent = c.pod_cgroup_parent();
+    let log_dir = d.join("pod-logs");
+    fs::create_dir_all(&log_dir).unwrap();
+    let pod_uid = unique_id("uid");
+    let sandbox_config = |buf: &mut Vec<u8>| {
+        pod_sandbox_config(buf, "gate-pod", &pod_uid, &log_dir, &cgroup_parent, &[])
+    };
+    let mut req = Vec::new();
+    cri::msg(&mut req, 1, sandbox_config);
+    cri::string(&mut req, 2, "sandboy-gate");
+    let pod = cri::get_string(&must("RunPodSandbox", &req), 1);
+    assert!(!pod.is_empty(), "RunPodSandbox returned no id");
+
+    let create = |name: &str, annotations: &[(&str, &str)]| -> Result<String, String> {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &pod);
+        cri::msg(&mut req, 2, |cc| {
+            container_config(
+                cc,
+                name,
+                "localhost/sandboy-busybox:test",
+                &["/bin/sh", "-c", "exec sleep 1000"],
+                annotations,
+            )
+        });
+        cri::msg(&mut req, 3, sandbox_config);
+        let id = cri::get_string(&call("CreateContainer", &req)?, 1);
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, &id);
+        call("StartContainer", &req)?;
+        Ok(id)
+    };
+    let exec_sync = |id: &str, script: &str| client.exec_sync(id, script);
+
+    // No annotation at all: confined by the handler's default policy.
+    let app = create("app", &[]).unwrap_or_else(|e| panic!("{e}\n{}", c.calls()));
+    let (out, err, code) = exec_sync(
+        &app,
+        "echo ok > /tmp/w && cat /tmp/w; echo no > /etc/written",
+    );
+    assert_eq!(out, "ok\n", "write inside the policy: {err}");
+    assert!(
+        err.contains("Permission denied") && code != 0,
+        "write outside the default policy not refused: code {code}, stderr {err:?}"
+    );
+    let root = d.join("cri-gate-root/k8s.io");
+    let st = output_timeout(
+        Command::new(sandboy_bin())
+            .arg("--root")
+            .arg(&root)
+            .args(["state", &app]),
+        TIMEOUT,
+    );
+    c.expect(&st, 0);
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(st["annotations"]["dev.sandboy.policy"], "gate-step", "{st}");
+
+    // A raw weakening annotation: refused by allow_annotations = false.
+    let weak = r#"{"mode":"enforce","fs":[{"path":"/","access":["read","write","exec"]}]}"#;
+    // The CRI error reaches the client compressed; containerd logs it whole,
+    // with sandboy's one line after "OCI runtime create failed".
+    let logged = |needle: &str| {
+        let log = fs::read_to_string(d.join("containerd.log")).unwrap_or_default();
+        log.lines()
+            .any(|l| l.contains("OCI runtime create failed") && l.contains(needle))
+    };
+    create("weak", &[("dev.sandboy.landlock", weak)]).expect_err("raw annotation accepted");
+    assert!(
+        logged("annotation dev.sandboy.landlock refused: the node configuration"),
+        "{}",
+        c.log()
+    );
+
+    // require_policy and no default: an unconfined container is refused.
+    node_config("require_policy = true\n");
+    create("bare", &[]).expect_err("unconfined container accepted");
+    assert!(
+        logged("names no policy and the node requires one"),
+        "{}",
+        c.log()
+    );
+    // Its counterpart: naming the policy is enough.
+    let named = create("named", &[("dev.sandboy.policy", "gate-step")])
+        .unwrap_or_else(|e| panic!("{e}\n{}", c.calls()));
+
+    // Every container sandboy was asked to create, the refused ones too.
+    let created: Vec<String> = c
+        .calls()
+        .lines()
+        .filter(|l| l.contains(" create "))
+        .filter_map(|l| l.split_whitespace().last().map(String::from))
+        .collect();
+    for id in [&app, &named] {
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        cri::uint(&mut req, 2, 2);
+        must("StopContainer", &req);
+        let mut req = Vec::new();
+        cri::string(&mut req, 1, id);
+        must("RemoveContainer", &req);
+    }
+    let mut req = Vec::new();
+    cri::string(&mut req, 1, &pod);
+    must("StopPodSandbox", &req);
+    must("RemovePodSandbox", &req);
+    assert_eq!(
+        created.len(),
+        5,
+        "pause, app, weak, bare, named:\n{}",
+        c.calls()
+    );
+    let all: Vec<&str> = created.iter().map(String::as_str).collect();
     c.assert_clean(&root, &all);
 }

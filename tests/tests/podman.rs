@@ -36,6 +36,12 @@ struct Podman {
 
 impl Podman {
     fn setup(test: &str) -> Option<Podman> {
+        Self::setup_with(test, "")
+    }
+
+    /// `setup` with more global flags for sandboy in the wrapper (e.g.
+    /// `--config FILE`).
+    fn setup_with(test: &str, flags: &str) -> Option<Podman> {
         if !need_root(test) || !need_tool(test, "podman") || !need_tool(test, "conmon") {
             return None;
         }
@@ -50,7 +56,7 @@ impl Podman {
             &runtime,
             &dir.path().join("calls.log"),
             &KEEP_CONFIG.replace("DIR", &dir.path().to_string_lossy()),
-            &format!("--root '{}' ", state.display()),
+            &format!("--root '{}' {flags}", state.display()),
             &bin,
         );
 
@@ -721,5 +727,132 @@ fn wasm_containers_via_annotation() {
         sarif["runs"][0]["properties"]["sandboy"]["tool"],
         "infersharp"
     );
+    p.assert_clean();
+}
+
+/// A policy of the node named by `--annotation dev.sandboy.policy=gate-step`
+/// (the node configuration given to sandboy with --config, the policy in a
+/// private root-owned directory): a write under /tmp works, one in /root
+/// is refused.
+#[test]
+fn named_policy_annotation_is_enforced() {
+    let node = TempDir::new("podman-node");
+    let policies = node.path().join("policies");
+    fs::create_dir_all(&policies).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for d in [node.path(), policies.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let policy = "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n";
+    fs::write(policies.join("gate-step.toml"), policy).unwrap();
+    let config = node.path().join("config.toml");
+    fs::write(
+        &config,
+        format!("policy_dir = \"{}\"\n", policies.display()),
+    )
+    .unwrap();
+    let Some(p) = Podman::setup_with(
+        "podman::named_policy_annotation_is_enforced",
+        &format!("--config '{}' ", config.display()),
+    ) else {
+        return;
+    };
+    let b = busybox_rootfs();
+    let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
+                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi; \
+                  echo denied";
+    let o = p.run(&[
+        "--rm",
+        "--annotation",
+        "dev.sandboy.policy=gate-step",
+        "--rootfs",
+        b.rootfs().to_str().unwrap(),
+        "sh",
+        "-c",
+        script,
+    ]);
+    let out = text(&o.stdout);
+    assert!(!out.contains("WROTE-OUTSIDE"), "policy not enforced: {out}");
+    p.expect(&o, 0);
+    assert!(
+        out.starts_with("allowed\n"),
+        "write under /tmp failed: {out}"
+    );
+    assert!(out.contains("Permission denied"), "no EACCES: {out}");
+    assert!(!b.rootfs().join("root/outside").exists());
+    // An unknown name: podman shows sandboy's one-line error.
+    let o = p.run(&[
+        "--rm",
+        "--annotation",
+        "dev.sandboy.policy=gate-stpe",
+        "--rootfs",
+        b.rootfs().to_str().unwrap(),
+        "true",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("did you mean \"gate-step\"?"),
+        "{}",
+        text(&o.stderr)
+    );
+    p.assert_clean();
+}
+
+/// `sandboy-spec-gen annotate --format podman` prints arguments a shell
+/// hands to podman verbatim (CSV- and shell-quoted), and they confine.
+#[test]
+fn spec_gen_annotate_output_runs_under_podman() {
+    let Some(p) = Podman::setup("podman::spec_gen_annotate_output_runs_under_podman") else {
+        return;
+    };
+    let policy = p.dir.path().join("step.toml");
+    fs::write(
+        &policy,
+        "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/dev/null\"]\n[limits]\ntimeout = \"5m\"\n",
+    )
+    .unwrap();
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["annotate", "--format", "podman"])
+            .arg(&policy),
+    );
+    p.expect(&o, 0);
+    let printed = text(&o.stdout);
+    assert!(
+        printed.contains("--annotation '\"dev.sandboy.landlock={\"\"mode\"\":"),
+        "{printed}"
+    );
+    // What a shell makes of the printed text: the argv podman gets.
+    let argv = capture(Command::new("sh").arg("-c").arg(format!(
+        "set -- {}; printf '%s\\n' \"$@\"",
+        printed.trim_end().replace("\\\n", " ")
+    )));
+    p.expect(&argv, 0);
+    let args: Vec<String> = text(&argv.stdout).lines().map(String::from).collect();
+    assert_eq!(
+        args.iter().filter(|a| *a == "--annotation").count(),
+        3,
+        "{args:?}"
+    );
+    let b = busybox_rootfs();
+    let mut run: Vec<&str> = vec!["--rm"];
+    run.extend(args.iter().map(String::as_str));
+    let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
+                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi";
+    let rootfs = b.rootfs();
+    run.extend(["--rootfs", rootfs.to_str().unwrap(), "sh", "-c", script]);
+    let o = p.run(&run);
+    let out = text(&o.stdout);
+    assert!(!out.contains("WROTE-OUTSIDE"), "not confined: {out}");
+    p.expect(&o, 0);
+    assert!(
+        out.starts_with("allowed\n") && out.contains("Permission denied"),
+        "{out}"
+    );
+    let config: serde_json::Value = serde_json::from_slice(
+        &fs::read(p.dir.path().join("last-config.json")).expect("config.json copy"),
+    )
+    .unwrap();
+    assert_eq!(config["annotations"]["dev.sandboy.timeout"], "300s");
     p.assert_clean();
 }

@@ -41,6 +41,10 @@ pub use seccomp::CompiledSeccomp;
 pub struct Confinement {
     landlock: Option<PreparedLandlock>,
     seccomp: Option<CompiledSeccomp>,
+    /// A second program installed after `seccomp` (a node policy's, on top
+    /// of the engine's profile): the kernel runs both and the most
+    /// restrictive verdict wins.
+    second: Option<CompiledSeccomp>,
     preserve_fds: u32,
 }
 
@@ -92,8 +96,21 @@ impl Confinement {
         Ok(Self {
             landlock,
             seccomp,
+            second: None,
             preserve_fds,
         })
+    }
+
+    /// Adds a second seccomp program, installed after the spec's own.
+    pub fn with_second_seccomp(
+        mut self,
+        second: Option<CompiledSeccomp>,
+    ) -> Result<Self, ConfineError> {
+        if second.is_some() && !may_confine()? {
+            return Err(ConfineError::Privilege { what: "seccomp" });
+        }
+        self.second = second;
+        Ok(self)
     }
 
     /// Only an fd sweep: no Landlock, no seccomp.
@@ -101,6 +118,7 @@ impl Confinement {
         Self {
             landlock: None,
             seccomp: None,
+            second: None,
             preserve_fds,
         }
     }
@@ -112,7 +130,7 @@ impl Confinement {
 
     /// Whether a seccomp profile will be installed.
     pub fn has_seccomp(&self) -> bool {
-        self.seccomp.is_some()
+        self.seccomp.is_some() || self.second.is_some()
     }
 
     /// Whether the seccomp profile has user-notification rules.
@@ -128,10 +146,14 @@ impl Confinement {
         if let Some(ll) = &self.landlock {
             ll.restrict_self()?;
         }
-        match &self.seccomp {
-            Some(sc) => sc.install(),
-            None => Ok(None),
+        let listener = match &self.seccomp {
+            Some(sc) => sc.install()?,
+            None => None,
+        };
+        if let Some(second) = &self.second {
+            second.install()?;
         }
+        Ok(listener)
     }
 }
 

@@ -58,6 +58,10 @@ pub struct Global {
     /// `if-enabled` (default), `off`. Default from SANDBOY_AUDIT.
     #[arg(long, global = true, value_name = "MODE")]
     pub audit: Option<String>,
+    /// The node configuration (default /etc/sandboy/config.toml, or
+    /// SANDBOY_CONFIG): policy directory, default and required policy.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 impl Global {
@@ -148,6 +152,19 @@ pub enum Command {
     Restore(Passthrough),
     /// Run a command confined by a policy, on the host's own filesystem.
     Wrap(Wrap),
+    /// The node's named policies (the node configuration's policy_dir).
+    #[command(subcommand)]
+    Policy(PolicyCmd),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCmd {
+    /// List the policy names of the node's directory.
+    List,
+    /// Print a policy's file, with its path and sha256.
+    Show { name: String },
+    /// Check the node configuration and one policy (or all), with located errors.
+    Check { name: Option<String> },
 }
 
 #[derive(Args, Debug)]

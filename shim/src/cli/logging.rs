@@ -116,7 +116,9 @@ impl<S: Subscriber> Layer<S> for LineLayer {
 }
 
 /// Install the global subscriber. `debug` lowers the threshold to debug;
-/// otherwise warnings and errors are logged.
+/// otherwise warnings and errors are logged, and into a log file (an
+/// engine's `--log`) sandboy's few info events too (e.g. which node policy
+/// a container got).
 pub fn init(format: Format, file: Option<&Path>, debug: bool) -> std::io::Result<()> {
     let out: Box<dyn Write + Send> = match file {
         Some(path) => Box::new(OpenOptions::new().create(true).append(true).open(path)?),
@@ -124,6 +126,8 @@ pub fn init(format: Format, file: Option<&Path>, debug: bool) -> std::io::Result
     };
     let max = if debug || std::env::var_os("SANDBOY_DEBUG").is_some() {
         Level::DEBUG
+    } else if file.is_some() {
+        Level::INFO
     } else {
         Level::WARN
     };

@@ -16,6 +16,7 @@ mod list;
 pub mod logging;
 pub mod output;
 mod pause;
+mod policy;
 mod ps;
 mod run;
 mod spec;
@@ -31,13 +32,22 @@ use args::Command;
 pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
     let rt = || {
         let mut rt = Runtime::new(global.state_root(), global.systemd_cgroup)?;
-        rt.audit = audit_mode(global)?;
+        rt.audit = audit_mode(global, None)?;
+        Ok::<_, Failure>(rt)
+    };
+    // Only the commands that create containers read the node
+    // configuration: a broken one must not stop `delete` or `kill`.
+    let node_rt = || {
+        let node = node_config(global)?;
+        let mut rt = Runtime::new(global.state_root(), global.systemd_cgroup)?;
+        rt.audit = audit_mode(global, node.audit)?;
+        rt.node = node;
         Ok::<_, Failure>(rt)
     };
     match command {
-        Command::Create(a) => create::run(&rt()?, a),
+        Command::Create(a) => create::run(&node_rt()?, a),
         Command::Start(a) => start::run(&rt()?, a),
-        Command::Run(a) => run::run(&rt()?, a),
+        Command::Run(a) => run::run(&node_rt()?, a),
         Command::State(a) => state::run(&rt()?, a),
         Command::Kill(a) => kill::run(&rt()?, a),
         Command::Delete(a) => delete::run(&rt()?, a),
@@ -49,6 +59,7 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
         Command::Events(a) => events::run(&rt()?, a),
         Command::Update(a) => update::run(&rt()?, a),
         Command::Features => features::run(),
+        Command::Policy(a) => policy::run(global.config.as_deref(), a),
         Command::Spec(a) => spec::run(a),
         Command::Checkpoint(a) | Command::Restore(a) => {
             // runc validates its flags before it reaches CRIU; so do we.
@@ -127,8 +138,27 @@ fn criu_flag_error(args: &[String]) -> Option<Failure> {
     None
 }
 
-/// `--audit`, else `SANDBOY_AUDIT`, else `if-enabled`.
-fn audit_mode(global: &args::Global) -> Result<crate::supervisor::audit::Mode> {
+/// The node configuration: `--config`, else `SANDBOY_CONFIG`, else the
+/// default file (whose absence means the defaults).
+pub fn node_config(global: &args::Global) -> Result<crate::node::Config> {
+    crate::node::Config::load(config_path(global.config.as_deref()).as_deref())
+}
+
+/// The explicitly named configuration file, if any.
+fn config_path(flag: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+    flag.map(std::path::Path::to_path_buf).or_else(|| {
+        std::env::var_os(crate::node::config::ENV)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    })
+}
+
+/// `--audit`, else `SANDBOY_AUDIT`, else the node configuration's `audit`,
+/// else `if-enabled`.
+fn audit_mode(
+    global: &args::Global,
+    node: Option<crate::supervisor::audit::Mode>,
+) -> Result<crate::supervisor::audit::Mode> {
     match (&global.audit, std::env::var("SANDBOY_AUDIT")) {
         (Some(flag), _) => flag
             .parse()
@@ -136,6 +166,6 @@ fn audit_mode(global: &args::Global) -> Result<crate::supervisor::audit::Mode> {
         (None, Ok(env)) if !env.is_empty() => env
             .parse()
             .map_err(|e| Failure::usage(format!("SANDBOY_AUDIT: {e}"))),
-        _ => Ok(Default::default()),
+        _ => Ok(node.unwrap_or_default()),
     }
 }

@@ -45,7 +45,14 @@ impl Runtime {
                 "--systemd-cgroup: the systemd cgroup manager is not built into sandboy; drop the flag (cgroupfs is used)",
             ));
         }
-        let bundle = Bundle::load(&opts.bundle, &self.root.join(SECCOMP_CACHE_DIR))?;
+        let mut bundle = Bundle::load(&opts.bundle, &self.root.join(SECCOMP_CACHE_DIR))?;
+        let node_policy = crate::node::apply(
+            id,
+            &self.node,
+            &mut bundle.spec,
+            &bundle.dir.join("config.json"),
+            &self.root.join(SECCOMP_CACHE_DIR),
+        )?;
         let linux = bundle
             .spec
             .linux()
@@ -77,7 +84,7 @@ impl Runtime {
         let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
         let memfd_noexec = super::sysctl::memfd_noexec(&bundle.spec)?;
         let held = crate::init::privilege::to_hold(&bundle.spec);
-        let build_dir = self.shadow_if_needed(id, &bundle, &held)?;
+        let build_dir = self.shadow_if_needed(id, &bundle, &held, node_policy.as_ref())?;
         let wasm = match self.precompile_wasm(&bundle) {
             Ok(w) => w,
             Err(e) => {
@@ -102,6 +109,7 @@ impl Runtime {
                 SandboyExecutor::new(id, opts.preserve_fds)
                     .with_wasm(wasm)
                     .with_seccomp(seccomp)
+                    .with_node_seccomp(node_policy.map(|p| p.seccomp.with_log(audited)))
                     .with_held(held)
                     .with_notify(
                         notify
@@ -185,6 +193,7 @@ impl Runtime {
         id: &str,
         bundle: &Bundle,
         held: &[oci_spec::runtime::Capability],
+        node_policy: Option<&crate::node::Applied>,
     ) -> Result<Option<PathBuf>> {
         let linux = bundle
             .spec
@@ -202,6 +211,7 @@ impl Runtime {
             && !deny_first
             && !rewritten
             && !runtime_sysctl
+            && node_policy.is_none()
         {
             return Ok(None);
         }
@@ -231,6 +241,9 @@ impl Runtime {
                 &dir.join(crate::init::privilege::HELD_FILE),
                 &to_json(&held)?,
             )?;
+            if let Some(p) = node_policy {
+                claim::write_private(&dir.join(crate::node::SECCOMP_FILE), &p.profile_json()?)?;
+            }
             // Last: a shadow bundle with its config.json is complete.
             claim::write_private(&dir.join("config.json"), &to_json(&spec)?).map_err(Failure::from)
         })();

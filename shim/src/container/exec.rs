@@ -81,12 +81,18 @@ impl Runtime {
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
         let logged = crate::supervisor::denials::collecting(&self.dir(id));
         let seccomp = self.tenant_seccomp(&init_spec, logged)?;
+        // The second filter of a node policy, as the init has it.
+        let node_seccomp = crate::node::read_seccomp(c.bundle())?
+            .map(|p| sandboy_confine::seccomp::compile(&p).map(|c| c.with_log(logged)))
+            .transpose()
+            .map_err(|e| Failure::runtime(format!("exec: the container's node policy: {e}")))?;
         let bundle = bundle_of(&c);
         let pid = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
                     .with_held(held)
                     .with_seccomp(seccomp)
+                    .with_node_seccomp(node_seccomp)
                     .with_notify(notify.as_ref().map(|n| n.target(id, &bundle, &init_spec))),
             )
             .with_root_path(&self.root)?

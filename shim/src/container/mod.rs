@@ -60,6 +60,8 @@ pub struct Runtime {
     pub systemd: bool,
     /// What the operator allows for kernel auditing (denial reports).
     pub audit: crate::supervisor::audit::Mode,
+    /// The node configuration (named policies, what containers must bring).
+    pub node: crate::node::Config,
 }
 
 /// Directory (under the state root) for rewritten bundles, see `create`.
@@ -103,6 +105,7 @@ impl Runtime {
             root,
             systemd,
             audit: Default::default(),
+            node: Default::default(),
         })
     }
 

@@ -32,6 +32,9 @@ pub struct SandboyExecutor {
     /// The spec's `linux.seccomp`, compiled by the runtime while checking
     /// the bundle (not compiled again in the init).
     seccomp: Option<sandboy_confine::CompiledSeccomp>,
+    /// A node policy's seccomp profile, installed after the spec's own
+    /// (see `node`): both filters hold.
+    node_seccomp: Option<sandboy_confine::CompiledSeccomp>,
     stage: RefCell<Stage>,
     /// Capabilities sandboy added to the spec's sets only to install the
     /// confinement without no_new_privs (see `privilege`); dropped right
@@ -60,6 +63,7 @@ impl SandboyExecutor {
             wasm: RefCell::new(None),
             inherited_seccomp: None,
             seccomp: None,
+            node_seccomp: None,
             stage: RefCell::new(Stage::Unprepared),
             held: Vec::new(),
             notify: None,
@@ -75,6 +79,13 @@ impl SandboyExecutor {
     /// The spec's seccomp profile, already compiled.
     pub fn with_seccomp(mut self, seccomp: Option<sandboy_confine::CompiledSeccomp>) -> Self {
         self.seccomp = seccomp;
+        self
+    }
+
+    /// A node policy's seccomp profile, compiled, to install after the
+    /// spec's.
+    pub fn with_node_seccomp(mut self, seccomp: Option<sandboy_confine::CompiledSeccomp>) -> Self {
+        self.node_seccomp = seccomp;
         self
     }
 
@@ -98,6 +109,11 @@ impl SandboyExecutor {
     }
 
     fn prepare(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
+        self.prepare_spec(spec)?
+            .with_second_seccomp(self.node_seccomp.clone())
+    }
+
+    fn prepare_spec(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
         match (&self.inherited_seccomp, spec.linux().as_ref()) {
             (Some(profile), Some(linux)) if linux.seccomp().is_none() => {
                 let mut spec = spec.clone();
@@ -147,7 +163,9 @@ impl Executor for SandboyExecutor {
         }
         // Without CAP_SYS_ADMIN (nothing held for it, e.g. an exec with its
         // own process.json) the filters can only go in under no_new_privs.
-        if (self.inherited_seccomp.is_some() || confinement_requested(spec))
+        if (self.inherited_seccomp.is_some()
+            || self.node_seccomp.is_some()
+            || confinement_requested(spec))
             && !sandboy_confine::has_cap_sys_admin().unwrap_or(false)
         {
             set_no_new_privs()?;

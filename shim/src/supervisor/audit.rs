@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// What the operator lets sandboy do about kernel auditing
-/// (`--audit`, `SANDBOY_AUDIT`; later the node configuration's `audit` key).
+/// (`--audit`, `SANDBOY_AUDIT`, else the node configuration's `audit` key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Turn kernel auditing on when it is off (a node-wide switch: the

@@ -178,3 +178,20 @@ fn behave_like_a_wrapper(policy: &mut Policy, opts: &WrapOptions) -> Result<Opti
     policy.cwd = cwd.display().to_string();
     Ok(Some(program))
 }
+
+/// The wrap tiers this caller can use here, strongest first (`features`):
+/// `container` as root, `namespaces` where unprivileged user namespaces
+/// work, `landlock` where the kernel has Landlock.
+pub fn tiers_available() -> Vec<&'static str> {
+    let mut tiers = Vec::new();
+    if nix::unistd::geteuid().is_root() {
+        tiers.push("container");
+    }
+    if namespaces::available() {
+        tiers.push("namespaces");
+    }
+    if sandboy_confine::landlock::abi_version() > 0 {
+        tiers.push("landlock");
+    }
+    tiers
+}

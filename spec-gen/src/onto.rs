@@ -1,0 +1,186 @@
+//! A checked [`Policy`] applied onto a spec someone else wrote (a container
+//! engine's), as the runtime does for a node's named policies: where
+//! [`render`](crate::render::render) builds a whole config.json from the
+//! policy, this only tightens what the engine asked for.
+//!
+//! * the Landlock, timeout and policy-digest annotations become the policy's
+//!   (whatever the engine's spec said);
+//! * resources become the stricter of both (memory, pids, cpu quota);
+//! * `[fs] hide` paths join `linux.maskedPaths`;
+//! * `[[mount]]` binds are added only when the caller allows them (a node
+//!   operator decides whether a policy may bring host paths in);
+//! * the policy's seccomp profile is returned, not merged: the runtime
+//!   installs it as a second filter after the engine's, so the kernel's
+//!   strictest verdict of both wins.
+//!
+//! Process, user, namespaces, root and the engine's own mounts are the
+//! engine's and stay as they are.
+
+use oci_spec::runtime::{LinuxPids, LinuxResources, LinuxSeccomp, Spec};
+
+use crate::annotations;
+use crate::error::Error;
+use crate::policy::Policy;
+use crate::render::{self, CPU_PERIOD_US};
+
+/// What [`apply`] is allowed to do beyond tightening.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allow {
+    /// Add the policy's `[[mount]]` binds to the spec's mounts.
+    pub mounts: bool,
+}
+
+/// Apply `policy` onto `spec` (see the module docs); returns the policy's
+/// seccomp profile, to be installed in addition to the spec's own.
+pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSeccomp, Error> {
+    render::check_renderable(policy, Some(spec))?;
+    let mut ann = spec.annotations().clone().unwrap_or_default();
+    for key in [
+        annotations::LANDLOCK,
+        annotations::TIMEOUT,
+        annotations::POLICY_SHA256,
+    ] {
+        ann.remove(key);
+    }
+    for (k, v) in render::annotations(policy) {
+        if matches!(
+            k.as_str(),
+            annotations::LANDLOCK | annotations::TIMEOUT | annotations::POLICY_SHA256
+        ) {
+            ann.insert(k, v);
+        }
+    }
+    spec.set_annotations(Some(ann));
+
+    if allow.mounts && !policy.mounts.is_empty() {
+        let mut mounts = spec.mounts().clone().unwrap_or_default();
+        for b in &policy.mounts {
+            mounts.extend(render::policy_binds(policy, b));
+        }
+        spec.set_mounts(Some(mounts));
+    }
+
+    let mut linux = spec.linux().clone().unwrap_or_default();
+    let mut masked = linux.masked_paths().clone().unwrap_or_default();
+    for h in &policy.hide {
+        if !masked.contains(h) {
+            masked.push(h.clone());
+        }
+    }
+    linux.set_masked_paths(Some(masked));
+    let mut res = linux.resources().clone().unwrap_or_default();
+    stricter_resources(policy, &mut res)?;
+    linux.set_resources(Some(res));
+    spec.set_linux(Some(linux));
+    Ok(render::seccomp(policy))
+}
+
+/// A positive limit; zero and negative values mean "unlimited" in the spec.
+fn limited(v: Option<i64>) -> Option<i64> {
+    v.filter(|v| *v > 0)
+}
+
+fn stricter(engine: Option<i64>, policy: i64) -> i64 {
+    limited(engine).map_or(policy, |e| e.min(policy))
+}
+
+fn stricter_resources(policy: &Policy, res: &mut LinuxResources) -> Result<(), Error> {
+    if let Some(m) = policy.memory {
+        let m = i64::try_from(m.0).map_err(|e| Error::Spec(e.to_string()))?;
+        let mut mem = res.memory().unwrap_or_default();
+        mem.set_limit(Some(stricter(mem.limit(), m)));
+        res.set_memory(Some(mem));
+    }
+    if let Some(p) = policy.pids {
+        let engine = res.pids().map(|p| p.limit());
+        let mut pids = LinuxPids::default();
+        pids.set_limit(stricter(engine, p));
+        res.set_pids(Some(pids));
+    }
+    if let Some(c) = policy.cpus {
+        let mut cpu = res.cpu().clone().unwrap_or_default();
+        let quota = (c * CPU_PERIOD_US as f64).round() as i64;
+        // Compared as a share of one CPU: quota / period.
+        let engine_share = match (limited(cpu.quota()), cpu.period().filter(|p| *p > 0)) {
+            (Some(q), Some(p)) => Some(q as f64 / p as f64),
+            (Some(q), None) => Some(q as f64 / CPU_PERIOD_US as f64),
+            _ => None,
+        };
+        if engine_share.is_none_or(|share| c < share) {
+            cpu.set_period(Some(CPU_PERIOD_US));
+            cpu.set_quota(Some(quota));
+        }
+        res.set_cpu(Some(cpu));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oci_spec::runtime::{LinuxCpu, LinuxMemory};
+    use std::path::Path;
+
+    fn policy(extra: &str) -> Policy {
+        let src = format!("version = 1\n[fs]\nread = [\"/\"]\nwrite = [\"/tmp\"]\nhide = [\"/etc/shadow\"]\n{extra}");
+        Policy::parse(&src, "p.toml", Path::new("/")).unwrap()
+    }
+
+    fn engine() -> Spec {
+        let mut spec = Spec::default();
+        let mut ann = std::collections::HashMap::new();
+        ann.insert(annotations::LANDLOCK.to_string(), "{}".to_string());
+        ann.insert("other".to_string(), "kept".to_string());
+        spec.set_annotations(Some(ann));
+        spec
+    }
+
+    #[test]
+    fn annotations_replaced_and_hide_masked() {
+        let p = policy("[limits]\ntimeout = \"60s\"\n");
+        let mut spec = engine();
+        let seccomp = apply(&p, &mut spec, Allow::default()).unwrap();
+        let ann = spec.annotations().clone().unwrap();
+        assert_eq!(ann["other"], "kept");
+        assert_ne!(ann[annotations::LANDLOCK], "{}");
+        assert_eq!(ann[annotations::TIMEOUT], "60s");
+        assert_eq!(ann[annotations::POLICY_SHA256], p.sha256);
+        let masked = spec
+            .linux()
+            .as_ref()
+            .unwrap()
+            .masked_paths()
+            .clone()
+            .unwrap();
+        assert!(masked.contains(&"/etc/shadow".to_string()));
+        assert!(!seccomp.syscalls().clone().unwrap_or_default().is_empty());
+    }
+
+    #[test]
+    fn resources_are_the_stricter() {
+        let p = policy("[limits]\nmemory = \"256MiB\"\npids = 100\ncpus = 0.5\n");
+        let mut spec = engine();
+        let mut res = LinuxResources::default();
+        let mut mem = LinuxMemory::default();
+        mem.set_limit(Some(128 << 20));
+        res.set_memory(Some(mem));
+        let mut pids = LinuxPids::default();
+        pids.set_limit(1000);
+        res.set_pids(Some(pids));
+        let mut cpu = LinuxCpu::default();
+        cpu.set_quota(Some(200_000)).set_period(Some(100_000));
+        res.set_cpu(Some(cpu));
+        let mut linux = oci_spec::runtime::Linux::default();
+        linux.set_resources(Some(res));
+        spec.set_linux(Some(linux));
+        apply(&p, &mut spec, Allow::default()).unwrap();
+        let res = spec.linux().as_ref().unwrap().resources().clone().unwrap();
+        assert_eq!(
+            res.memory().unwrap().limit(),
+            Some(128 << 20),
+            "engine's is stricter"
+        );
+        assert_eq!(res.pids().unwrap().limit(), 100);
+        assert_eq!(res.cpu().clone().unwrap().quota(), Some(50_000));
+    }
+}

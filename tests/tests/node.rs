@@ -1,0 +1,524 @@
+//! Policies on the node (docs/node.md): the node configuration given with
+//! `--config` (never the real /etc/sandboy), a private root-owned policy
+//! directory, and real containers created from busybox bundles as an engine
+//! writes them (no sandboy annotations of their own).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use sandboy_tests::*;
+
+/// The CI-step policy the tests name: reads /etc and /proc, runs /bin,
+/// writes /tmp only; denies chmod on top of the built-in deny list; a pid
+/// limit stricter than the engine's.
+pub const GATE_STEP: &str = r#"version = 1
+[fs]
+read = ["/etc", "/proc"]
+exec = ["/bin"]
+write = ["/tmp", "/dev/null"]
+hide = ["/etc/hostname"]
+[syscalls]
+deny = ["chmod", "fchmodat"]
+[limits]
+pids = 64
+timeout = "10m"
+"#;
+
+/// A node: `policies/` (root-owned, 0755) and `config.toml` in a scratch dir.
+struct Node {
+    dir: TempDir,
+    rt: Runtime,
+}
+
+impl Node {
+    fn new(test: &str, config: &str) -> Option<Node> {
+        if !need_root(test) {
+            return None;
+        }
+        need_sandboy(test)?;
+        let dir = TempDir::new("node");
+        let policies = dir.path().join("policies");
+        fs::create_dir_all(&policies).unwrap();
+        fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(&policies, fs::Permissions::from_mode(0o755)).unwrap();
+        let node = Node {
+            dir,
+            rt: Runtime::sandboy(),
+        };
+        node.config(config);
+        node.policy("gate-step", GATE_STEP);
+        Some(node)
+    }
+
+    fn policies(&self) -> PathBuf {
+        self.dir.path().join("policies")
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    /// Write config.toml; `policy_dir` is filled in unless given.
+    fn config(&self, body: &str) {
+        let mut text = String::new();
+        if !body.contains("policy_dir") {
+            text.push_str(&format!("policy_dir = \"{}\"\n", self.policies().display()));
+        }
+        text.push_str(body);
+        fs::write(self.config_path(), text).unwrap();
+    }
+
+    fn policy(&self, name: &str, text: &str) {
+        let path = self.policies().join(format!("{name}.toml"));
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+
+    /// `sandboy --root R --config C ARGS…`
+    fn sandboy(&self, args: &[&str]) -> Output {
+        capture(
+            self.rt
+                .cmd()
+                .arg("--config")
+                .arg(self.config_path())
+                .args(args),
+        )
+    }
+
+    fn run(&self, bundle: &Bundle, id: &str) -> Output {
+        self.sandboy(&["run", "--bundle", bundle.path().to_str().unwrap(), id])
+    }
+
+    /// A refused create: exit 2, `needle` in the error, nothing left.
+    #[track_caller]
+    fn refused(&self, bundle: &Bundle, needle: &str) -> String {
+        let id = unique_id("node-refused");
+        let _g = self.rt.guard(&id);
+        let o = self.sandboy(&["create", "--bundle", bundle.path().to_str().unwrap(), &id]);
+        assert_exit(&o, 2);
+        let err = text(&o.stderr);
+        assert!(err.contains(needle), "want {needle:?} in: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one error line: {err}");
+        assert_nothing_left(&self.rt, &id);
+        err
+    }
+}
+
+/// No state, cgroup, mount or shadow bundle of `id`.
+#[track_caller]
+fn assert_nothing_left(rt: &Runtime, id: &str) {
+    assert!(!rt.root.path().join(id).exists(), "state left for {id}");
+    assert!(
+        !rt.root.path().join(".bundles").join(id).exists(),
+        "shadow bundle left for {id}"
+    );
+    assert_eq!(cgroups_named(id), Vec::<PathBuf>::new(), "cgroups left");
+    assert_eq!(mounts_mentioning(id), Vec::<String>::new(), "mounts left");
+}
+
+/// A busybox bundle as an engine writes it, with a writable root (so a
+/// refused write is the policy's EACCES, not a read-only root's EROFS).
+fn engine_bundle(script: &str, annotations: &[(&str, &str)]) -> Bundle {
+    let b = Bundle::busybox(&["sh", "-c", script]);
+    b.edit(|c| {
+        c["root"]["readonly"] = serde_json::json!(false);
+        let ann = c
+            .as_object_mut()
+            .unwrap()
+            .entry("annotations")
+            .or_insert_with(|| serde_json::json!({}));
+        for (k, v) in annotations {
+            ann[*k] = serde_json::json!(v);
+        }
+    });
+    b
+}
+
+/// The write test: allowed under /tmp, refused in /root (EACCES).
+const WRITES: &str = "echo allowed > /tmp/ok && cat /tmp/ok; \
+    if echo escaped 2>&1 > /root/outside; then echo WROTE-OUTSIDE; fi; echo done";
+
+#[track_caller]
+fn assert_confined_writes(o: &Output, b: &Bundle) {
+    let out = text(&o.stdout);
+    assert!(!out.contains("WROTE-OUTSIDE"), "not confined: {out}");
+    assert_exit(o, 0);
+    assert!(out.starts_with("allowed\n"), "allowed write failed: {out}");
+    assert!(out.contains("Permission denied"), "no EACCES: {out}");
+    assert!(!b.rootfs().join("root/outside").exists());
+}
+
+#[test]
+fn named_policy_confines_and_is_recorded() {
+    let Some(n) = Node::new("node::named_policy_confines_and_is_recorded", "") else {
+        return;
+    };
+    // Unconfined without the annotation: the same write goes through.
+    let free = engine_bundle(WRITES, &[]);
+    let id = unique_id("node-free");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&free, &id);
+    assert_exit(&o, 0);
+    assert!(
+        text(&o.stdout).contains("WROTE-OUTSIDE"),
+        "{}",
+        text(&o.stdout)
+    );
+
+    let b = engine_bundle(WRITES, &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-named");
+    let _g = n.rt.guard(&id);
+    assert_confined_writes(&n.run(&b, &id), &b);
+
+    // state names the policy and its digest.
+    let b = engine_bundle("sleep 30", &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-state");
+    let _g = n.rt.guard(&id);
+    assert_exit(
+        &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+    let st = n.rt.state(&id);
+    assert_eq!(st["annotations"]["dev.sandboy.policy"], "gate-step");
+    // And the log an engine keeps says the same (run with --log below).
+    let sha = st["annotations"]["dev.sandboy.policy.sha256"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let want = sha256_of(&n.policies().join("gate-step.toml"));
+    assert_eq!(sha, want, "{st}");
+
+    let log = n.dir.path().join("runtime.log");
+    let b = engine_bundle("true", &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-log");
+    let _g = n.rt.guard(&id);
+    let o = n.sandboy(&[
+        "--log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "run",
+        "--bundle",
+        b.path().to_str().unwrap(),
+        &id,
+    ]);
+    assert_exit(&o, 0);
+    let line = fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.contains("node policy applied"))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .unwrap_or_else(|| panic!("no policy event in the log"));
+    assert_eq!(line["policy"], "gate-step", "{line}");
+    assert_eq!(line["sha256"], want.as_str(), "{line}");
+    assert_eq!(line["id"], id.as_str(), "{line}");
+}
+
+fn sha256_of(path: &Path) -> String {
+    let o = capture(std::process::Command::new("sha256sum").arg(path));
+    text(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn default_policy_applies_without_annotation() {
+    let Some(n) = Node::new(
+        "node::default_policy_applies_without_annotation",
+        "default_policy = \"gate-step\"\n",
+    ) else {
+        return;
+    };
+    let b = engine_bundle(WRITES, &[]);
+    let id = unique_id("node-default");
+    let _g = n.rt.guard(&id);
+    assert_confined_writes(&n.run(&b, &id), &b);
+}
+
+#[test]
+fn require_policy_refuses_unconfined() {
+    let Some(n) = Node::new(
+        "node::require_policy_refuses_unconfined",
+        "require_policy = true\n",
+    ) else {
+        return;
+    };
+    n.refused(
+        &engine_bundle("true", &[]),
+        "names no policy and the node requires one",
+    );
+    // Its counterpart: the same container naming a policy runs.
+    let b = engine_bundle(WRITES, &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-required");
+    let _g = n.rt.guard(&id);
+    assert_confined_writes(&n.run(&b, &id), &b);
+}
+
+#[test]
+fn raw_annotations_refused_when_not_allowed() {
+    let Some(n) = Node::new(
+        "node::raw_annotations_refused_when_not_allowed",
+        "allow_annotations = false\n",
+    ) else {
+        return;
+    };
+    let weak = r#"{"mode":"enforce","fs":[{"path":"/","access":["read","write","exec"]}]}"#;
+    let err = n.refused(
+        &engine_bundle(
+            "true",
+            &[
+                ("dev.sandboy.landlock", weak),
+                ("dev.sandboy.policy", "gate-step"),
+            ],
+        ),
+        "annotation dev.sandboy.landlock refused",
+    );
+    assert!(err.contains("allow_annotations = false"), "{err}");
+    // Only a name: allowed.
+    let b = engine_bundle(WRITES, &[("dev.sandboy.policy", "gate-step")]);
+    let id = unique_id("node-names-only");
+    let _g = n.rt.guard(&id);
+    assert_confined_writes(&n.run(&b, &id), &b);
+}
+
+#[test]
+fn bad_names_dirs_and_files_are_located_errors() {
+    let Some(n) = Node::new("node::bad_names_dirs_and_files_are_located_errors", "") else {
+        return;
+    };
+    let named = |name: &str| engine_bundle("true", &[("dev.sandboy.policy", name)]);
+    n.refused(&named("gate-stpe"), "did you mean \"gate-step\"?");
+    n.refused(&named("../gate-step"), "is not a plain name");
+    // An invalid policy file: file:line:column of the bad key.
+    n.policy(
+        "broken",
+        "version = 1\n[fs]\nread = [\"/etc\"]\nwrit = [\"/tmp\"]\n",
+    );
+    let err = n.refused(
+        &named("broken"),
+        "broken.toml:4:1: error: unknown key \"writ\"",
+    );
+    assert!(err.contains("did you mean \"write\"?"), "{err}");
+    // A policy directory others may write.
+    fs::set_permissions(n.policies(), fs::Permissions::from_mode(0o777)).unwrap();
+    n.refused(
+        &named("gate-step"),
+        &format!("fix with `chmod go-w {}`", n.policies().display()),
+    );
+    fs::set_permissions(n.policies(), fs::Permissions::from_mode(0o755)).unwrap();
+    // A policy file others may write.
+    let file = n.policies().join("gate-step.toml");
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o666)).unwrap();
+    n.refused(
+        &named("gate-step"),
+        &format!("chmod go-w {}", file.display()),
+    );
+}
+
+#[test]
+fn config_errors_are_located() {
+    let Some(n) = Node::new("node::config_errors_are_located", "require_polcy = true\n") else {
+        return;
+    };
+    let b = engine_bundle("true", &[]);
+    let err = n.refused(&b, "config.toml:2:1: error: unknown key \"require_polcy\"");
+    assert!(err.contains("did you mean \"require_policy\"?"), "{err}");
+    // `policy check` draws it with the source line.
+    let o = n.sandboy(&["policy", "check"]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("require_polcy = true"),
+        "{}",
+        text(&o.stderr)
+    );
+    // An explicit configuration that does not exist is an error too.
+    let id = unique_id("node-noconf");
+    let o = capture(
+        n.rt.cmd()
+            .arg("--config")
+            .arg(n.dir.path().join("missing.toml"))
+            .args(["create", "--bundle", b.path().to_str().unwrap(), &id]),
+    );
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("missing.toml"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_nothing_left(&n.rt, &id);
+}
+
+/// The engine's profile denies mkdir, the policy's denies chmod: both hold
+/// (two filters), and what neither denies works.
+#[test]
+fn engine_and_policy_seccomp_both_hold() {
+    let Some(n) = Node::new("node::engine_and_policy_seccomp_both_hold", "") else {
+        return;
+    };
+    let script = "touch /tmp/f && echo touched; \
+        mkdir /tmp/d 2>&1 || echo MKDIR-DENIED; \
+        chmod 600 /tmp/f 2>&1 || echo CHMOD-DENIED";
+    let engine_seccomp = serde_json::json!({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]
+    });
+    let b = engine_bundle(script, &[("dev.sandboy.policy", "gate-step")]);
+    b.edit(|c| c["linux"]["seccomp"] = engine_seccomp.clone());
+    let id = unique_id("node-seccomp");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&b, &id);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert!(out.starts_with("touched\n"), "{out}");
+    assert!(out.contains("MKDIR-DENIED"), "engine's filter: {out}");
+    assert!(out.contains("CHMOD-DENIED"), "policy's filter: {out}");
+
+    // Counterpart: the engine's profile alone lets chmod through.
+    let b = engine_bundle(script, &[]);
+    b.edit(|c| c["linux"]["seccomp"] = engine_seccomp.clone());
+    let id = unique_id("node-seccomp-engine");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&b, &id);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("MKDIR-DENIED") && !out.contains("CHMOD-DENIED"),
+        "{out}"
+    );
+
+    // And an exec'd process carries both filters too.
+    let b = engine_bundle("sleep 30", &[("dev.sandboy.policy", "gate-step")]);
+    b.edit(|c| c["linux"]["seccomp"] = engine_seccomp.clone());
+    let id = unique_id("node-seccomp-exec");
+    let _g = n.rt.guard(&id);
+    assert_exit(
+        &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+    assert_exit(&n.sandboy(&["start", &id]), 0);
+    let o = n.sandboy(&["exec", &id, "sh", "-c", script]);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("MKDIR-DENIED") && out.contains("CHMOD-DENIED"),
+        "exec: {out} {}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn policy_cli_lists_shows_checks() {
+    let Some(n) = Node::new(
+        "node::policy_cli_lists_shows_checks",
+        "default_policy = \"gate-step\"\n",
+    ) else {
+        return;
+    };
+    n.policy("other", "version = 1\n[fs]\nread = [\"/\"]\n");
+    let o = n.sandboy(&["policy", "list"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "gate-step  (default)\nother\n");
+    let o = n.sandboy(&["policy", "show", "gate-step"]);
+    assert_exit(&o, 0);
+    assert!(
+        text(&o.stdout).contains(GATE_STEP.trim_end()),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(text(&o.stdout).contains(&sha256_of(&n.policies().join("gate-step.toml"))));
+    assert_exit(&n.sandboy(&["policy", "check"]), 0);
+    n.policy("broken", "version = 1\n[fs]\nread = \"/etc\"\n");
+    let o = n.sandboy(&["policy", "check", "broken"]);
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    assert!(err.contains("broken.toml:3:8"), "{err}");
+    assert!(err.contains("read = \"/etc\""), "snippet: {err}");
+    // A relative path is fine for wrap, not for a container: check says so.
+    n.policy("relative", "version = 1\n[fs]\nread = [\"./src\"]\n");
+    let o = n.sandboy(&["policy", "check", "relative"]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("relative.toml:3:9"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// The policy tightens what the engine asked for: its pid limit (64) wins
+/// over the engine's looser one (1000), a looser policy limit does not
+/// loosen the engine's, and its hide paths are masked.
+#[test]
+fn policy_tightens_resources_and_masks_hide_paths() {
+    let Some(n) = Node::new("node::policy_tightens_resources_and_masks_hide_paths", "") else {
+        return;
+    };
+    n.policy(
+        "loose",
+        "version = 1\n[fs]\nread = [\"/\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n[limits]\npids = 5000\n",
+    );
+    let pids_max = |policy: &str, engine: i64| -> (String, String) {
+        let b = engine_bundle("sleep 30", &[("dev.sandboy.policy", policy)]);
+        b.edit(|c| c["linux"]["resources"]["pids"] = serde_json::json!({ "limit": engine }));
+        let id = unique_id("node-limits");
+        let _g = n.rt.guard(&id);
+        assert_exit(
+            &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            0,
+        );
+        let max = cgroups_named(&id)
+            .into_iter()
+            .map(|p| p.join("pids.max"))
+            .find(|p| p.exists())
+            .map(|p| fs::read_to_string(p).unwrap().trim().to_owned())
+            .unwrap_or_default();
+        assert_exit(&n.sandboy(&["start", &id]), 0);
+        let o = n.sandboy(&["exec", &id, "cat", "/etc/hostname"]);
+        assert_exit(&o, 0);
+        (max, text(&o.stdout))
+    };
+    let (max, hostname) = pids_max("gate-step", 1000);
+    assert_eq!(max, "64", "the policy's stricter pid limit");
+    assert_eq!(hostname, "", "/etc/hostname is hidden by gate-step");
+    let (max, hostname) = pids_max("loose", 1000);
+    assert_eq!(max, "1000", "the engine's stricter pid limit");
+    assert_eq!(hostname, "sandboy\n", "not hidden by the loose policy");
+}
+
+/// A policy's `[[mount]]` reaches the container only where the operator
+/// allows it (`allow_mounts = true`); elsewhere it is left out.
+#[test]
+fn policy_mounts_only_when_allowed() {
+    let Some(n) = Node::new("node::policy_mounts_only_when_allowed", "") else {
+        return;
+    };
+    let host = TempDir::new("node-mount");
+    fs::write(host.path().join("hello"), "from the host\n").unwrap();
+    n.policy(
+        "with-mount",
+        &format!(
+            "version = 1\n[fs]\nread = [\"/etc\", \"/proc\", \"/work\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n\
+             [[mount]]\nsource = \"{}\"\ndestination = \"/work\"\noptions = [\"rbind\", \"ro\"]\n",
+            host.path().display()
+        ),
+    );
+    let b = engine_bundle(
+        "cat /work/hello 2>&1 || echo NO-MOUNT",
+        &[("dev.sandboy.policy", "with-mount")],
+    );
+    let run = |config: &str| {
+        n.config(config);
+        let id = unique_id("node-mount");
+        let _g = n.rt.guard(&id);
+        let o = n.run(&b, &id);
+        assert_exit(&o, 0);
+        text(&o.stdout)
+    };
+    assert!(
+        run("").contains("NO-MOUNT"),
+        "mount added without allow_mounts"
+    );
+    assert_eq!(run("allow_mounts = true\n"), "from the host\n");
+}
