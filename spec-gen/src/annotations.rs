@@ -14,6 +14,9 @@ pub const TIMEOUT: &str = "dev.sandboy.timeout";
 pub const WASM_LIMITS: &str = "dev.sandboy.wasm.limits";
 /// sha256 of the policy file the spec was generated from.
 pub const POLICY_SHA256: &str = "dev.sandboy.policy.sha256";
+/// JSON of `[net] allow/deny/allow_cidr` and the proxy port: the egress
+/// gateway's rules (see docs/egress.md).
+pub const EGRESS: &str = "dev.sandboy.egress";
 /// `wasm` selects OCI-wasm mode (crun's convention).
 pub const OCI_HANDLER: &str = "run.oci.handler";
 /// `compat` / `compat-smart` select OCI-wasm mode (the wasm OCI image variant).
@@ -25,6 +28,7 @@ pub const ALL: &[&str] = &[
     TIMEOUT,
     WASM_LIMITS,
     POLICY_SHA256,
+    EGRESS,
     OCI_HANDLER,
     WASM_VARIANT,
 ];
@@ -149,6 +153,16 @@ impl LandlockRuleset {
 
     pub fn decode(value: &str) -> Result<Self, DecodeError> {
         decode(LANDLOCK, value)
+    }
+}
+
+impl crate::policy::egress::EgressWire {
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("egress rules serialize")
+    }
+
+    pub fn decode(value: &str) -> Result<Self, DecodeError> {
+        decode(EGRESS, value)
     }
 }
 

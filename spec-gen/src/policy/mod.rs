@@ -25,7 +25,7 @@ use toml::de::DeTable;
 pub use checked::{Anchor, BindMount, Grant, NetNamespace, Policy, RelativePath, SeccompAction};
 pub(crate) use diags::diagnostic;
 pub use diags::{doc_link, DOC_SECTIONS};
-pub use egress::{CidrRule, Egress, HostRule, RuleError};
+pub use egress::{CidrRule, Egress, EgressWire, HostRule, RuleError};
 pub use model::*;
 
 use crate::error::{Diagnostic, Error, Location};
