@@ -215,6 +215,11 @@ fn egress(o: &mut String, e: &Egress) {
             .collect();
         let _ = writeln!(o, "  may reach addresses: {}", list(&v));
     }
+    if e.is_active() {
+        let _ = writeln!(o, "    host rules: enforced by sandboy's egress gateway (docs/egress.md): own network namespace with only loopback; an HTTP proxy on 127.0.0.1:{} (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY set), a DNS stub on 127.0.0.53 giving each allowed name a synthetic 127.x.y.z, served from outside by the container's supervisor", e.proxy_port());
+        let _ = writeln!(o, "    refused (403, NXDOMAIN or a closed connection; warned and reported): unlisted names and ports, IP literals outside allow_cidr, names resolving to loopback/private/link-local addresses outside allow_cidr, TLS whose server name is not the allowed host");
+        let _ = writeln!(o, "    DNS goes over TCP (resolv.conf `options use-vc`); a resolver that only speaks UDP (musl, busybox) cannot resolve unless `udp = [53]` is set, and proxy-unaware clients without the libc resolver reach nothing");
+    }
 }
 
 fn system_calls(o: &mut String, p: &Policy) {

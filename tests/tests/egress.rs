@@ -533,3 +533,53 @@ fn bad_egress_annotation_is_a_config_error() {
         text(&o.stderr)
     );
 }
+
+/// Unprivileged `wrap` has no gateway: under `enforce` a policy with host
+/// rules is refused (exit 2) in both tiers; under `best-effort` it runs
+/// without them, with a warning, and the step keeps only `[net] connect`.
+#[test]
+fn unprivileged_wrap_refuses_host_rules_under_enforce() {
+    let test = "unprivileged_wrap_refuses_host_rules_under_enforce";
+    let Some(bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("egress-u");
+    let sandboy = user.reachable_copy(&bin, &dir);
+    let policy = |mode: &str| {
+        let p = dir.path().join(format!("{mode}.toml"));
+        fs::write(
+            &p,
+            format!("version = 1\nname = \"u\"\n[landlock]\nmode = \"{mode}\"\n[fs]\nread = [\"/usr\", \"/lib\", \"/lib64\", \"/etc\", \"/bin\"]\nexec = [\"/usr\", \"/bin\", \"/lib\", \"/lib64\"]\n[net]\nallow = [\"example.com:443\"]\n[process]\nargs = [\"true\"]\n"),
+        )
+        .unwrap();
+        p
+    };
+    let (enforce, best) = (policy("enforce"), policy("best-effort"));
+    for tier in ["landlock", "namespaces"] {
+        let wrap = |p: &Path| {
+            let mut c = user.cmd(&sandboy);
+            c.args(["wrap", "--isolation", tier, "--policy"])
+                .arg(p)
+                .args(["--", "true"])
+                .current_dir(dir.path());
+            run(&mut c)
+        };
+        let o = wrap(&enforce);
+        assert_exit(&o, 2);
+        assert!(
+            text(&o.stderr).contains("need the egress gateway"),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+        let o = wrap(&best);
+        assert_exit(&o, 0);
+        assert!(
+            text(&o.stderr).contains("not enforced by unprivileged wrap"),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+    }
+}
