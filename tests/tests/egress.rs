@@ -371,6 +371,11 @@ fn detached_container_keeps_its_gateway_until_delete() {
         );
     }
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+    assert!(!rt.root.path().join(&id).exists(), "state left for {id}");
+    assert!(
+        !rt.root.path().join(".bundles").join(&id).exists(),
+        "shadow bundle (resolver files) left for {id}"
+    );
 }
 
 /// A config.json whose egress annotation was edited by hand is refused

@@ -117,7 +117,10 @@ pub fn reply(shared: &Shared, msg: &[u8]) -> Option<Vec<u8>> {
         return Some(answer(&q, None, RCODE_NXDOMAIN));
     }
     Some(match q.qtype {
-        TYPE_A => answer(&q, Some(shared.names.address(&q.name)), 0),
+        TYPE_A => match shared.names.address(&q.name) {
+            Some(a) => answer(&q, Some(a), 0),
+            None => answer(&q, None, RCODE_REFUSED),
+        },
         TYPE_AAAA => answer(&q, None, 0),
         _ => answer(&q, None, RCODE_REFUSED),
     })

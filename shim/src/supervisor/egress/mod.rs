@@ -29,6 +29,7 @@ pub mod upstream;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
@@ -80,6 +81,12 @@ pub struct Duty {
     pub listeners: Listeners,
 }
 
+/// Synthetic addresses given out at most (127.100.0.1 to 127.101.0.0).
+pub const MAX_NAMES: u32 = 65536;
+/// Connections served at once; more are closed at once (the supervisor is
+/// a host process: a step must not make it spawn threads without end).
+const MAX_CONNECTIONS: usize = 1024;
+
 /// The synthetic addresses of allowed names, one per name for the
 /// container's life, from 127.100.0.1 up (clear of 127.0.0.1 and the stub).
 #[derive(Debug, Default)]
@@ -88,17 +95,21 @@ pub struct Names {
 }
 
 impl Names {
-    /// The address of `name`, given on first use.
-    pub fn address(&self, name: &str) -> Ipv4Addr {
+    /// The address of `name`, given on first use; `None` once
+    /// [`MAX_NAMES`] names have one (a wildcard allows endless names).
+    pub fn address(&self, name: &str) -> Option<Ipv4Addr> {
         let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = m.0.get(name) {
-            return *a;
+            return Some(*a);
         }
         let n = m.0.len() as u32 + 1;
+        if n > MAX_NAMES {
+            return None;
+        }
         let a = Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 100, 0, 0)) + n);
         m.0.insert(name.to_string(), a);
         m.1.insert(a, name.to_string());
-        a
+        Some(a)
     }
 
     /// The name an address was given to.
@@ -114,6 +125,8 @@ pub struct Shared {
     pub rules: Egress,
     pub names: Names,
     report: Mutex<Sender<Denial>>,
+    /// Connections being served.
+    open: AtomicUsize,
 }
 
 impl Shared {
@@ -185,6 +198,7 @@ pub fn start(id: &str, duty: Duty, report: Sender<Denial>) {
         rules: duty.rules,
         names: Names::default(),
         report: Mutex::new(report),
+        open: AtomicUsize::new(0),
     });
     let Listeners {
         proxy,
@@ -213,9 +227,17 @@ fn accept(
     std::thread::spawn(move || loop {
         match l.accept() {
             Ok((c, _)) => {
+                if shared.open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                    tracing::warn!(id = %shared.id, "egress: more than {MAX_CONNECTIONS} connections at once; closing the new one");
+                    continue;
+                }
                 let _ = c.set_nodelay(true);
                 let shared = shared.clone();
-                std::thread::spawn(move || serve(&shared, c));
+                std::thread::spawn(move || {
+                    serve(&shared, c);
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                });
             }
             Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
                 std::thread::sleep(std::time::Duration::from_millis(50))
