@@ -207,6 +207,22 @@ impl Bundle {
     pub fn rootfs(&self) -> PathBuf {
         self.path().join("rootfs")
     }
+
+    /// Replace config.json with `sandboy-spec-gen generate` of `policy`
+    /// on this rootfs (asserting it succeeds).
+    pub fn generate(&self, policy: &Path) {
+        let o = capture(
+            Command::new(spec_gen_bin())
+                .arg("generate")
+                .arg("--policy")
+                .arg(policy)
+                .arg("--bundle")
+                .arg(self.path())
+                .arg("--rootfs")
+                .arg(self.rootfs()),
+        );
+        assert_exit(&o, 0);
+    }
 }
 
 /// A runtime binary with its own state root (so runs never collide).
@@ -534,17 +550,7 @@ impl PolicyBundle {
         assert!(st.success());
         let bundle = Bundle::busybox(&["true"]);
         let policy = scratch.path().join(format!("policies/{name}.toml"));
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .arg("generate")
-                .arg("--policy")
-                .arg(&policy)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(bundle.rootfs()),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&policy);
         PolicyBundle { scratch, bundle }
     }
 

@@ -243,17 +243,7 @@ fn busybox_bundle(w: &World, script: &str) -> Bundle {
         ),
     )
     .unwrap();
-    let o = capture(
-        Command::new(spec_gen_bin())
-            .arg("generate")
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--bundle")
-            .arg(bundle.path())
-            .arg("--rootfs")
-            .arg(bundle.rootfs()),
-    );
-    assert_exit(&o, 0);
+    bundle.generate(&policy);
     bundle
 }
 
