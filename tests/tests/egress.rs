@@ -214,6 +214,16 @@ echo tcp-socket $({p} socket 2 1 0)
         Some(format!("[net] allow_cidr = [\"127.78.0.1/32:{o}\"]").as_str())
     );
     entry(&format!("web.egress.test:{s}"));
+    // The refused client is named: curl, found by its socket in the
+    // container's network namespace.
+    let raw = fs::read_to_string(&report_file).unwrap();
+    let bad = raw
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|d| d["target"] == format!("bad.egress.test:{o}"))
+        .unwrap();
+    assert_eq!(bad["comm"], "curl", "{bad}");
+    assert!(bad["pid"].as_i64().is_some_and(|p| p > 0), "{bad}");
     entry(&format!("inner.egress.test:{h}"));
     entry(&format!("tls.egress.test:{s} sni=other.egress.test"));
     entry("nope.egress.test");

@@ -100,7 +100,9 @@ pub fn serve(shared: &Shared, mut conn: TcpStream) {
 }
 
 fn refused(shared: &Shared, conn: &mut TcpStream, host: &str, port: u16, r: &Refusal, via: &str) {
-    shared.refuse(host, port, r, via);
+    // Looked up before the answer: the client may close at once after it.
+    let who = shared.client(conn.peer_addr().ok());
+    shared.refuse(host, port, r, via, who);
     respond(
         conn,
         "403 Forbidden",
@@ -126,8 +128,15 @@ fn connect(shared: &Shared, mut conn: TcpStream, head: Head) {
     {
         return;
     }
+    let peer = conn.peer_addr().ok();
     if let Err(sni) = tunnel::splice(conn, up, head.rest, Some(&host)) {
-        shared.refuse_sni(&host, port, sni.as_deref(), "proxy CONNECT");
+        shared.refuse_sni(
+            &host,
+            port,
+            sni.as_deref(),
+            "proxy CONNECT",
+            shared.client(peer),
+        );
     }
 }
 

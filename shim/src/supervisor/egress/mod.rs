@@ -21,6 +21,7 @@
 //! blocking copies run at loopback speed, and this process forks nothing
 //! after they start (see docs/egress.md).
 
+pub mod client;
 pub mod dns;
 pub mod http;
 pub mod sni;
@@ -79,6 +80,8 @@ impl Listeners {
 pub struct Duty {
     pub rules: Egress,
     pub listeners: Listeners,
+    /// The container's init (its network namespace names refused clients).
+    pub init: i32,
 }
 
 /// Synthetic addresses given out at most (127.100.0.1 to 127.101.0.0).
@@ -119,9 +122,13 @@ impl Names {
     }
 }
 
+/// The refused client's pid, comm and exe, when found.
+pub type Client = Option<(i32, String, String)>;
+
 /// What every connection handler shares.
 pub struct Shared {
     pub id: String,
+    init: i32,
     pub rules: Egress,
     pub names: Names,
     report: Mutex<Sender<Denial>>,
@@ -130,13 +137,17 @@ pub struct Shared {
 }
 
 impl Shared {
-    fn report(&self, target: String, allow: Option<String>, blocker: &str) {
+    fn report(&self, target: String, allow: Option<String>, blocker: &str, who: Client) {
+        let (pid, comm, exe) = match who {
+            Some((p, c, e)) => (Some(p), Some(c), Some(e)),
+            None => (None, None, None),
+        };
         let d = Denial {
             kind: "egress".into(),
             target,
-            pid: None,
-            comm: None,
-            exe: None,
+            pid,
+            comm,
+            exe,
             allow,
             count: 1,
             blocker: blocker.into(),
@@ -149,34 +160,52 @@ impl Shared {
             .send(d);
     }
 
+    /// The process of the client at `peer`, if it can be found.
+    pub fn client(&self, peer: Option<SocketAddr>) -> Client {
+        peer.and_then(|p| client::find(self.init, p))
+    }
+
     /// A connection refused: a warn event and a report entry.
-    pub fn refuse(&self, host: &str, port: u16, r: &Refusal, via: &str) {
+    pub fn refuse(&self, host: &str, port: u16, r: &Refusal, via: &str, who: Client) {
         tracing::warn!(
             id = %self.id,
             host,
             port,
             via,
+            pid = who.as_ref().map(|w| w.0),
+            comm = who.as_ref().map_or("?", |w| w.1.as_str()),
             allow = r.allow.as_deref().unwrap_or("nothing may relax this rule"),
             "egress refused: {}",
             r.reason
         );
-        self.report(format!("{host}:{port}"), r.allow.clone(), "egress.connect");
+        self.report(
+            format!("{host}:{port}"),
+            r.allow.clone(),
+            "egress.connect",
+            who,
+        );
     }
 
     /// A ClientHello naming another host than the connection was allowed
     /// for (or none).
-    pub fn refuse_sni(&self, host: &str, port: u16, sni: Option<&str>, via: &str) {
+    pub fn refuse_sni(&self, host: &str, port: u16, sni: Option<&str>, via: &str, who: Client) {
         let shown = sni.unwrap_or("(none)");
         tracing::warn!(
             id = %self.id,
             host,
             port,
+            pid = who.as_ref().map(|w| w.0),
             sni = shown,
             via,
             "egress refused: TLS server name {shown} does not match {host}"
         );
         let allow = sni.map(|s| format!("[net] allow = [\"{s}:{port}\"]"));
-        self.report(format!("{host}:{port} sni={shown}"), allow, "egress.sni");
+        self.report(
+            format!("{host}:{port} sni={shown}"),
+            allow,
+            "egress.sni",
+            who,
+        );
     }
 
     /// A DNS query for a name the rules do not allow.
@@ -186,6 +215,7 @@ impl Shared {
             name.to_string(),
             Some(format!("[net] allow = [\"{name}:443\"]")),
             "egress.dns",
+            None,
         );
     }
 }
@@ -195,6 +225,7 @@ impl Shared {
 pub fn start(id: &str, duty: Duty, report: Sender<Denial>) {
     let shared = Arc::new(Shared {
         id: id.to_string(),
+        init: duty.init,
         rules: duty.rules,
         names: Names::default(),
         report: Mutex::new(report),
@@ -250,6 +281,7 @@ fn accept(
 /// A connection to a synthetic address on an allowed port: the name is the
 /// one the stub gave that address.
 fn direct(shared: &Shared, conn: TcpStream, port: u16) {
+    let peer = conn.peer_addr().ok();
     let local = match conn.local_addr() {
         Ok(SocketAddr::V4(a)) => *a.ip(),
         _ => return,
@@ -259,13 +291,13 @@ fn direct(shared: &Shared, conn: TcpStream, port: u16) {
             reason: format!("{local} is not an address the gateway's DNS stub gave out"),
             allow: None,
         };
-        return shared.refuse(&local.to_string(), port, &r, "direct");
+        return shared.refuse(&local.to_string(), port, &r, "direct", shared.client(peer));
     };
     let up = match upstream::connect(&shared.rules, &host, port) {
         Ok(u) => u,
-        Err(r) => return shared.refuse(&host, port, &r, "direct"),
+        Err(r) => return shared.refuse(&host, port, &r, "direct", shared.client(peer)),
     };
     if let Err(sni) = tunnel::splice(conn, up, Vec::new(), Some(&host)) {
-        shared.refuse_sni(&host, port, sni.as_deref(), "direct");
+        shared.refuse_sni(&host, port, sni.as_deref(), "direct", shared.client(peer));
     }
 }
