@@ -176,6 +176,17 @@ fn network(o: &mut String, p: &Policy) {
         }
     }
     let _ = writeln!(o, "  may connect to TCP ports: {}", ports(&p.connect));
+    if p.egress.is_active() {
+        let mut gw = vec![53, p.egress.proxy_port()];
+        gw.extend(p.egress.ports());
+        gw.sort_unstable();
+        gw.dedup();
+        let _ = writeln!(
+            o,
+            "    and, inside its namespace, the egress gateway's: {}",
+            ports(&gw)
+        );
+    }
     let _ = writeln!(o, "  may listen on TCP ports:  {}", ports(&p.bind));
     if !p.udp.is_empty() {
         let _ = writeln!(o, "  may use UDP ports:        {}", ports(&p.udp));
