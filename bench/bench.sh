@@ -56,3 +56,8 @@ if [ -x "$repo/bench/wasm.sh" ]; then
   echo "== OCI-wasm adapter start (cold/warm) vs native"
   bash "$repo/bench/wasm.sh" "$sandboy"
 fi
+
+echo
+echo "== egress gateway: download, added latency, run+delete with [net] allow"
+unshare -m --propagation private python3 "$repo/bench/egress.py" "$sandboy" "$specgen" \
+  "$repo/bundles/busybox.sh" "${BENCH_EGRESS_N:-20}"

@@ -17,6 +17,9 @@ pub const WASM_LIMITS: &str = "dev.sandboy.wasm.limits";
 pub const POLICY: &str = "dev.sandboy.policy";
 /// sha256 of the policy file the spec was generated from.
 pub const POLICY_SHA256: &str = "dev.sandboy.policy.sha256";
+/// JSON of `[net] allow/deny/allow_cidr` and the proxy port: the egress
+/// gateway's rules (see docs/egress.md).
+pub const EGRESS: &str = "dev.sandboy.egress";
 /// `wasm` selects OCI-wasm mode (crun's convention).
 pub const OCI_HANDLER: &str = "run.oci.handler";
 /// `compat` / `compat-smart` select OCI-wasm mode (the wasm OCI image variant).
@@ -29,6 +32,7 @@ pub const ALL: &[&str] = &[
     WASM_LIMITS,
     POLICY,
     POLICY_SHA256,
+    EGRESS,
     OCI_HANDLER,
     WASM_VARIANT,
 ];
@@ -153,6 +157,16 @@ impl LandlockRuleset {
 
     pub fn decode(value: &str) -> Result<Self, DecodeError> {
         decode(LANDLOCK, value)
+    }
+}
+
+impl crate::policy::egress::EgressWire {
+    pub fn encode(&self) -> String {
+        serde_json::to_string(self).expect("egress rules serialize")
+    }
+
+    pub fn decode(value: &str) -> Result<Self, DecodeError> {
+        decode(EGRESS, value)
     }
 }
 

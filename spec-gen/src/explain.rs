@@ -181,6 +181,17 @@ fn network(o: &mut String, p: &Policy) {
         }
     }
     let _ = writeln!(o, "  may connect to TCP ports: {}", ports(&p.connect));
+    if p.egress.is_active() {
+        let mut gw = vec![53, p.egress.proxy_port()];
+        gw.extend(p.egress.ports());
+        gw.sort_unstable();
+        gw.dedup();
+        let _ = writeln!(
+            o,
+            "    and, inside its namespace, the egress gateway's: {}",
+            ports(&gw)
+        );
+    }
     let _ = writeln!(o, "  may listen on TCP ports:  {}", ports(&p.bind));
     if !p.udp.is_empty() {
         let _ = writeln!(o, "  may use UDP ports:        {}", ports(&p.udp));
@@ -219,6 +230,11 @@ fn egress(o: &mut String, e: &Egress) {
             .map(|c| format!("{}/{} port {}", c.addr, c.prefix, c.port))
             .collect();
         let _ = writeln!(o, "  may reach addresses: {}", list(&v));
+    }
+    if e.is_active() {
+        let _ = writeln!(o, "    host rules: enforced by sandboy's egress gateway (docs/egress.md): own network namespace with only loopback; an HTTP proxy on 127.0.0.1:{} (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY set), a DNS stub on 127.0.0.53 giving each allowed name a synthetic 127.x.y.z, served from outside by the container's supervisor", e.proxy_port());
+        let _ = writeln!(o, "    refused (403, NXDOMAIN or a closed connection; warned and reported): unlisted names and ports, IP literals outside allow_cidr, names resolving to loopback/private/link-local addresses outside allow_cidr, TLS whose server name is not the allowed host");
+        let _ = writeln!(o, "    DNS goes over TCP (resolv.conf `options use-vc`); a resolver that only speaks UDP (musl, busybox) cannot resolve unless `udp = [53]` is set, and proxy-unaware clients without the libc resolver reach nothing");
     }
 }
 

@@ -118,6 +118,7 @@ pub fn net_restricted(p: &Policy) -> bool {
         || !p.connect.is_empty()
         || !p.bind.is_empty()
         || !p.udp.is_empty()
+        || p.egress.is_active()
 }
 
 // Kernel ABI constants (include/uapi); the same on x86_64 and aarch64.

@@ -115,11 +115,45 @@ pub fn ruleset(policy: &Policy) -> LandlockRuleset {
             })
             .collect(),
         net: Some(NetRules {
-            connect: policy.connect.clone(),
+            connect: connect_ports(policy),
             bind: policy.bind.clone(),
         }),
         scope: policy.scope.clone(),
     }
+}
+
+/// Landlock's TCP connect ports: the policy's, and with the egress gateway
+/// its proxy, its DNS stub (TCP, `options use-vc`) and every allowed port
+/// (the gateway listens on those inside the container's namespace).
+fn connect_ports(policy: &Policy) -> Vec<u16> {
+    let mut v = policy.connect.clone();
+    if policy.egress.is_active() {
+        v.extend([policy.egress.proxy_port(), 53]);
+        v.extend(policy.egress.ports());
+        v.sort_unstable();
+        v.dedup();
+    }
+    v
+}
+
+/// The proxy variables of the egress gateway (both cases: curl reads
+/// `http_proxy` only in lower case, Go and others the upper).
+fn proxy_env(policy: &Policy) -> Vec<String> {
+    if !policy.egress.is_active() {
+        return Vec::new();
+    }
+    let url = format!("http://127.0.0.1:{}", policy.egress.proxy_port());
+    let mut env = Vec::new();
+    for (k, v) in [
+        ("HTTP_PROXY", url.as_str()),
+        ("HTTPS_PROXY", &url),
+        ("ALL_PROXY", &url),
+        ("NO_PROXY", "localhost,127.0.0.1,::1"),
+    ] {
+        env.push(format!("{k}={v}"));
+        env.push(format!("{}={v}", k.to_ascii_lowercase()));
+    }
+    env
 }
 
 /// The sandboy annotations of a policy (SPEC §5), sorted by key.
@@ -132,6 +166,12 @@ pub fn annotations(policy: &Policy) -> BTreeMap<String, String> {
     );
     if let Some(t) = policy.timeout {
         a.insert(annotations::TIMEOUT.to_string(), t.to_string());
+    }
+    if policy.egress.is_active() {
+        a.insert(
+            annotations::EGRESS.to_string(),
+            policy.egress.to_wire().encode(),
+        );
     }
     if let Some(w) = &policy.wasm {
         a.insert(annotations::WASM_LIMITS.to_string(), w.encode());
@@ -379,9 +419,15 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
         process.set_args(Some(policy.args.clone()));
     }
     process.set_cwd(PathBuf::from(&policy.cwd));
+    let env: Vec<String> = policy
+        .env
+        .iter()
+        .cloned()
+        .chain(proxy_env(policy))
+        .collect();
     process.set_env(Some(merge_env(
         process.env().as_deref().filter(|_| from_base),
-        &policy.env,
+        &env,
     )));
     let mut user = process.user().clone();
     user.set_uid(policy.uid).set_gid(policy.gid);

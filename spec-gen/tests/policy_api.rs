@@ -166,3 +166,58 @@ args = ["/bin/true"]
     let p = parse("version = 1\n[process]\nargs = [\"/bin/true\"]\n");
     assert!(!sandboy_spec_gen::explain::explain(&p).contains("allowed back"));
 }
+
+/// A policy with host rules renders the egress gateway's parts: its own
+/// network namespace, the annotation the runtime checks again, the proxy
+/// variables, and Landlock connect ports for the proxy, the stub and the
+/// allowed ports; the wire form reads back to the same rules.
+#[test]
+fn egress_renders_the_gateway() {
+    use sandboy_spec_gen::annotations::{LandlockRuleset, EGRESS, LANDLOCK};
+    use sandboy_spec_gen::policy::{Egress, EgressWire};
+    let p = parse("version = 1\n[net]\nconnect = [22]\nallow = [\"github.com:443\", \"*.crates.io:443\"]\ndeny = [\"evil.crates.io:443\"]\nallow_cidr = [\"10.0.0.0/8:5432\"]\n[process]\nargs = [\"/bin/true\"]\n");
+    let spec = render::render(&p, &RenderOptions::default()).unwrap();
+    let ann = spec.annotations().clone().unwrap();
+    let wire = EgressWire::decode(&ann[EGRESS]).unwrap();
+    assert_eq!(wire.proxy_port, 3128);
+    assert_eq!(Egress::from_wire(&wire).unwrap(), p.egress);
+    let rs = LandlockRuleset::decode(&ann[LANDLOCK]).unwrap();
+    assert_eq!(rs.net.unwrap().connect, [22, 53, 443, 3128]);
+    let env = spec.process().as_ref().unwrap().env().clone().unwrap();
+    for v in [
+        "HTTP_PROXY=http://127.0.0.1:3128",
+        "https_proxy=http://127.0.0.1:3128",
+        "NO_PROXY=localhost,127.0.0.1,::1",
+    ] {
+        assert!(env.iter().any(|e| e == v), "{v} missing from {env:?}");
+    }
+    let ns = spec.linux().as_ref().unwrap().namespaces().clone().unwrap();
+    assert!(ns
+        .iter()
+        .any(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Network && n.path().is_none()));
+    assert!(p.egress.permits("static.crates.io", 443));
+    assert!(!p.egress.permits("evil.crates.io", 443));
+    assert!(!p.egress.permits_name("evil.crates.io"));
+    // Without host rules: no annotation, no proxy variables.
+    let plain = render::render(
+        &parse("version = 1\n[process]\nargs = [\"/bin/true\"]\n"),
+        &RenderOptions::default(),
+    )
+    .unwrap();
+    assert!(!plain.annotations().clone().unwrap().contains_key(EGRESS));
+    // A wire form edited by hand is refused.
+    let bad = EgressWire {
+        allow: vec!["*.com:443".into()],
+        deny: vec![],
+        allow_cidr: vec![],
+        proxy_port: 3128,
+    };
+    assert!(Egress::from_wire(&bad).is_err());
+    let clash = EgressWire {
+        allow: vec!["a.example.com:3128".into()],
+        deny: vec![],
+        allow_cidr: vec![],
+        proxy_port: 3128,
+    };
+    assert!(Egress::from_wire(&clash).is_err());
+}

@@ -6,6 +6,8 @@
 //! machine calls [`skip`], which prints `SKIPPED: <reason>` and records it so
 //! `make test` reports the count; it never passes silently.
 
+pub mod egress;
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -204,6 +206,22 @@ impl Bundle {
 
     pub fn rootfs(&self) -> PathBuf {
         self.path().join("rootfs")
+    }
+
+    /// Replace config.json with `sandboy-spec-gen generate` of `policy`
+    /// on this rootfs (asserting it succeeds).
+    pub fn generate(&self, policy: &Path) {
+        let o = capture(
+            Command::new(spec_gen_bin())
+                .arg("generate")
+                .arg("--policy")
+                .arg(policy)
+                .arg("--bundle")
+                .arg(self.path())
+                .arg("--rootfs")
+                .arg(self.rootfs()),
+        );
+        assert_exit(&o, 0);
     }
 }
 
@@ -532,17 +550,7 @@ impl PolicyBundle {
         assert!(st.success());
         let bundle = Bundle::busybox(&["true"]);
         let policy = scratch.path().join(format!("policies/{name}.toml"));
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .arg("generate")
-                .arg("--policy")
-                .arg(&policy)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(bundle.rootfs()),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&policy);
         PolicyBundle { scratch, bundle }
     }
 

@@ -221,7 +221,12 @@ impl Containerd {
 
     /// `ctr run --runc-binary <sandboy> --runc-root <private> OPTS… ARGS…`
     fn run_with_binary(&self, opts: &[&str], args: &[&str]) -> Output {
-        let runtime = self.runtime.to_str().unwrap().to_owned();
+        self.run_with(&self.runtime, opts, args)
+    }
+
+    /// [`Self::run_with_binary`] with another runc binary.
+    fn run_with(&self, runtime: &Path, opts: &[&str], args: &[&str]) -> Output {
+        let runtime = runtime.to_str().unwrap().to_owned();
         let root = self.runc_root.to_str().unwrap().to_owned();
         let fifo = self.fifo_dir();
         let mut a = vec![
@@ -1443,4 +1448,69 @@ fn cri_gate_handler_default_and_required_policy() {
     );
     let all: Vec<&str> = created.iter().map(String::as_str).collect();
     c.assert_clean(&root, &all);
+}
+
+/// The egress gateway through containerd's runc shim (issue 17): the
+/// `dev.sandboy.egress` annotation from `ctr run --annotation`; an allowed
+/// name is fetched through the proxy, an unlisted one refused. The runc
+/// binary the shim calls runs sandboy in the egress world's private mount
+/// namespace, so the supervisor `create` forks reads the test's hosts file.
+#[test]
+fn egress_annotation_through_the_shim() {
+    let test = "containerd::egress_annotation_through_the_shim";
+    let Some(c) = Containerd::start(test) else {
+        return;
+    };
+    let Some(w) = sandboy_tests::egress::World::start(test) else {
+        return;
+    };
+    let wrapper = c.dir.path().join("bin/sandboy-egress-hosts");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec unshare -m -- sh -c 'mount --bind \"$0\" /etc/hosts && exec \"$@\"' '{}' '{}' \"$@\"\n",
+            w.dir.path().join("hosts").display(),
+            c.runtime.display()
+        ),
+    )
+    .unwrap();
+    assert!(Command::new("chmod")
+        .arg("755")
+        .arg(&wrapper)
+        .status()
+        .unwrap()
+        .success());
+    let b = Bundle::busybox(&[]);
+    let annotation = format!(
+        r#"dev.sandboy.egress={{"allow":["web.egress.test:{h}"],"allow_cidr":["127.77.0.0/24:{h}"],"proxy_port":3128}}"#,
+        h = w.http
+    );
+    let script = format!(
+        "wget -q -O - http://web.egress.test:{}/index.html; wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad=$?",
+        w.http, w.other
+    );
+    let id = unique_id("sbc-egress");
+    let o = c.run_with(
+        &wrapper,
+        &[
+            "--rm",
+            "--annotation",
+            &annotation,
+            "--env",
+            "PATH=/bin",
+            "--env",
+            "http_proxy=http://127.0.0.1:3128",
+            "--rootfs",
+            b.rootfs().to_str().unwrap(),
+        ],
+        &[&id, "sh", "-c", &script],
+    );
+    c.expect(&o, 0);
+    let out = text(&o.stdout);
+    assert!(out.contains("hello from upstream"), "stdout: {out}");
+    assert!(
+        out.contains("403") && !out.contains("bad=0"),
+        "stdout: {out}"
+    );
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
 }

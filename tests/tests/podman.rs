@@ -856,3 +856,59 @@ fn spec_gen_annotate_output_runs_under_podman() {
     assert_eq!(config["annotations"]["dev.sandboy.timeout"], "300s");
     p.assert_clean();
 }
+
+/// The egress gateway under podman (issue 17): the `dev.sandboy.egress`
+/// annotation passed with `--annotation` gives the container the gateway;
+/// an allowed name is fetched through the proxy, an unlisted one refused.
+/// Podman runs in the egress world's private mount namespace, so the
+/// supervisor sandboy forks under conmon reads the test's hosts file.
+#[test]
+fn egress_annotation_reaches_allowed_names_only() {
+    let test = "podman::egress_annotation_reaches_allowed_names_only";
+    let Some(p) = Podman::setup(test) else {
+        return;
+    };
+    let Some(w) = sandboy_tests::egress::World::start(test) else {
+        return;
+    };
+    let b = busybox_rootfs();
+    let annotation = csv_quote(&format!(
+        r#"dev.sandboy.egress={{"allow":["web.egress.test:{h}"],"allow_cidr":["127.77.0.0/24:{h}"],"proxy_port":3128}}"#,
+        h = w.http
+    ));
+    let script = format!(
+        "wget -q -O - http://web.egress.test:{}/index.html; wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad=$?",
+        w.http, w.other
+    );
+    let inner = p.cmd();
+    let mut c = w.in_hosts(std::path::Path::new("podman"));
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.args(inner.get_args()).args([
+        "run",
+        "--cgroup-parent",
+        &p.cgroup_parent,
+        "--rm",
+        "--annotation",
+        &annotation,
+        "--env",
+        "http_proxy=http://127.0.0.1:3128",
+        "--rootfs",
+        b.rootfs().to_str().unwrap(),
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let o = output_timeout(&mut c, TIMEOUT);
+    p.expect(&o, 0);
+    let out = text(&o.stdout);
+    assert!(out.contains("hello from upstream"), "stdout: {out}");
+    assert!(
+        out.contains("403") && !out.contains("bad=0"),
+        "stdout: {out}"
+    );
+    p.assert_clean();
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::Spec;
 use sandboy_spec_gen::annotations::{self, LandlockRuleset, WasmLimits};
+use sandboy_spec_gen::policy::{Egress, EgressWire};
 use sandboy_spec_gen::units::Span;
 
 use crate::error::{Failure, Result};
@@ -111,6 +112,14 @@ fn check(
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));
     }
     let decoded = Annotations::decode(spec).map_err(|e| e.context(&at))?;
+    // The gateway's sockets live in the container's own network namespace;
+    // on a shared one the rules would hold nothing back.
+    if decoded.egress.is_some() && !super::loopback::wants_new_netns(spec) {
+        return Err(Failure::config(format!(
+            "{at}: annotation {} needs a new network namespace (linux.namespaces: {{\"type\": \"network\"}} without a path); egress rules cannot be enforced on a shared network",
+            annotations::EGRESS
+        )));
+    }
     // What can be checked without the kernel is checked here, so a bad
     // ruleset or profile is a config error (exit 2) before anything exists;
     // the container's init then only meets kernel failures.
@@ -140,12 +149,32 @@ pub fn timeout(map: &std::collections::HashMap<String, String>) -> Result<Option
         .transpose()
 }
 
+/// `dev.sandboy.egress`, decoded and every rule checked again (fail closed:
+/// a bad rule is a config error, never an open network).
+pub fn egress(map: &std::collections::HashMap<String, String>) -> Result<Option<(Egress, u16)>> {
+    let Some(v) = map.get(annotations::EGRESS) else {
+        return Ok(None);
+    };
+    let wire = EgressWire::decode(v).map_err(|e| Failure::config(e.to_string()))?;
+    let rules = Egress::from_wire(&wire).map_err(|e| {
+        Failure::config(format!(
+            "annotation {}: {}; {}",
+            annotations::EGRESS,
+            e.message,
+            e.hint
+        ))
+    })?;
+    Ok(Some((rules, wire.proxy_port)))
+}
+
 /// sandboy's annotations, decoded.
 #[derive(Debug, Clone, Default)]
 pub struct Annotations {
     pub landlock: Option<LandlockRuleset>,
     pub timeout: Option<Span>,
     pub wasm_limits: Option<WasmLimits>,
+    /// `dev.sandboy.egress`: the gateway's rules and its proxy port.
+    pub egress: Option<(Egress, u16)>,
 }
 
 impl Annotations {
@@ -159,6 +188,7 @@ impl Annotations {
                 Some(LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?);
         }
         out.timeout = timeout(map)?;
+        out.egress = egress(map)?;
         if let Some(v) = map.get(annotations::WASM_LIMITS) {
             out.wasm_limits =
                 Some(WasmLimits::decode(v).map_err(|e| Failure::config(e.to_string()))?);

@@ -206,12 +206,15 @@ impl Runtime {
         let rewritten =
             super::compat::rewrite(&mut spec, &rootfs, &bundle.dir.join("config.json"))?;
         let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
+        let dir = self.root.join(SHADOW_DIR).join(id);
+        let egress = super::egress::wants(&bundle.spec);
         if linux.cgroups_path().is_some()
             && held.is_empty()
             && !deny_first
             && !rewritten
             && !runtime_sysctl
             && node_policy.is_none()
+            && !egress
         {
             return Ok(None);
         }
@@ -230,9 +233,14 @@ impl Runtime {
             root.set_path(bundle.dir.join(root.path()));
             spec.set_root(Some(root));
         }
-        let dir = self.root.join(SHADOW_DIR).join(id);
+        if egress {
+            super::egress::mount_files(&mut spec, &dir);
+        }
         let written = (|| {
             claim::private_dir(&dir)?;
+            if egress {
+                super::egress::write_files(&dir)?;
+            }
             claim::write_private(
                 &dir.join(ORIGIN_FILE),
                 bundle.dir.as_os_str().as_encoded_bytes(),
@@ -291,13 +299,20 @@ impl Runtime {
     fn supervise(&self, c: &Container, bundle: &Bundle, detach: bool) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
         let state_dir = self.dir(c.id());
+        let init = c
+            .pid()
+            .ok_or_else(|| Failure::runtime("container has no init pid"))?;
+        let denials = confined(bundle)
+            .then(|| denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle)))
+            .flatten();
+        let egress = super::egress::listen(&annotations, init.as_raw())?;
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
-            denials: confined(bundle)
-                .then(|| {
-                    denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle))
-                })
+            report_lock: (egress.is_some() && denials.is_none())
+                .then(|| denials::report_lock(&state_dir))
                 .flatten(),
+            denials,
+            egress,
         };
         if duties.is_empty() {
             return Ok(());
@@ -306,9 +321,7 @@ impl Runtime {
             id: c.id().to_owned(),
             state_dir,
             keep_stderr: !detach,
-            init: c
-                .pid()
-                .ok_or_else(|| Failure::runtime("container has no init pid"))?,
+            init,
         };
         supervisor::spawn(target, duties, |id| {
             let c = self.load(id)?;

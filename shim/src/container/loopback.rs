@@ -25,19 +25,29 @@ pub fn wants_new_netns(spec: &Spec) -> bool {
 
 /// Bring `lo` up in the network namespace of `pid`.
 pub fn bring_up(pid: i32) -> Result<()> {
-    let err = |what: &str, e: &dyn std::fmt::Display| {
-        Failure::runtime(format!(
-            "bringing up loopback in the container's netns: {what}: {e}"
-        ))
+    within(pid, "bringing up loopback", "SIOCSIFFLAGS lo", set_lo_up)
+}
+
+/// Run `f` inside the network namespace of `pid` and return to our own
+/// (sockets made there keep that namespace: the egress gateway's are).
+/// `what` and `step` name the work in errors.
+pub fn within<T>(
+    pid: i32,
+    what: &str,
+    step: &str,
+    f: impl FnOnce() -> std::io::Result<T>,
+) -> Result<T> {
+    let err = |at: &str, e: &dyn std::fmt::Display| {
+        Failure::runtime(format!("{what} in the container's netns: {at}: {e}"))
     };
     let ours = File::open("/proc/self/ns/net").map_err(|e| err("open own netns", &e))?;
     let theirs =
         File::open(format!("/proc/{pid}/ns/net")).map_err(|e| err("open container netns", &e))?;
     setns(&theirs, CloneFlags::CLONE_NEWNET).map_err(|e| err("setns", &e))?;
-    let up = set_lo_up();
-    // Always return to our own namespace, even if the ioctl failed.
+    let done = f();
+    // Always return to our own namespace, even if `f` failed.
     setns(&ours, CloneFlags::CLONE_NEWNET).map_err(|e| err("setns back", &e))?;
-    up.map_err(|e| err("SIOCSIFFLAGS lo", &e))
+    done.map_err(|e| err(step, &e))
 }
 
 fn set_lo_up() -> std::io::Result<()> {

@@ -532,24 +532,7 @@ impl Duty {
                 return unavailable(&format!("cannot read the kernel audit status: {e}"))
             }
         };
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(state_dir.join(LOCK_FILE))
-            .ok()?;
-        // SAFETY: flock on an fd we own; the lock belongs to the open file
-        // description, shared with the supervisor after the fork.
-        if unsafe {
-            libc::flock(
-                std::os::fd::AsRawFd::as_raw_fd(&lock),
-                libc::LOCK_EX | libc::LOCK_NB,
-            )
-        } != 0
-        {
-            return None;
-        }
+        let lock = report_lock(state_dir)?;
         Some(Duty {
             socket,
             lock,
@@ -558,6 +541,30 @@ impl Duty {
             lost_before,
         })
     }
+}
+
+/// The report's lock, taken (see [`Duty::lock`]); the egress gateway takes
+/// it too when it reports without audit records.
+pub fn report_lock(state_dir: &Path) -> Option<fs::File> {
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(state_dir.join(LOCK_FILE))
+        .ok()?;
+    // SAFETY: flock on an fd we own; the lock belongs to the open file
+    // description, shared with the supervisor after the fork.
+    if unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    } != 0
+    {
+        return None;
+    }
+    Some(lock)
 }
 
 impl std::fmt::Debug for Duty {
@@ -694,11 +701,17 @@ impl Collector {
             }
         }
         for d in found {
-            self.add(d);
+            self.add(d, true);
         }
     }
 
-    fn add(&mut self, mut d: Denial) {
+    /// A refusal found by another duty (the egress gateway), which has
+    /// logged it already.
+    pub fn record(&mut self, d: Denial) {
+        self.add(d, false);
+    }
+
+    fn add(&mut self, mut d: Denial, warn: bool) {
         self.dirty = true;
         if let Some(&i) = self.seen.get(&d.key()) {
             self.denials[i].count += 1;
@@ -728,7 +741,9 @@ impl Collector {
             self.overflow += 1;
             return;
         }
-        self.warn(&d);
+        if warn {
+            self.warn(&d);
+        }
         self.seen.insert(d.key(), self.denials.len());
         self.denials.push(d);
     }

@@ -6,9 +6,9 @@
 //! It is spawned once, at the end of a successful `create`, and only when
 //! the container has a duty for it ([`Duties`]): the wall-clock deadline
 //! (`dev.sandboy.timeout`) and the denial reports ([`denials`], from the
-//! kernel's audit records); the egress gateway and the learn-mode notifier
-//! are further duties of the same process, so that each container has
-//! exactly one.
+//! kernel's audit records) and the egress gateway ([`egress`]); the
+//! learn-mode notifier will be a further duty of the same process, so that
+//! each container has exactly one.
 //!
 //! The supervisor knows nothing of libcontainer or of the CLI: the container
 //! layer tells it what to watch ([`Target`]) and hands it the action to take
@@ -16,6 +16,7 @@
 
 pub mod audit;
 pub mod denials;
+pub mod egress;
 pub mod pidfd;
 
 use std::os::fd::{AsFd, AsRawFd};
@@ -38,12 +39,18 @@ pub struct Duties {
     pub timeout: Option<Duration>,
     /// Collect the container's refusals from the kernel's audit records.
     pub denials: Option<denials::Duty>,
+    /// Serve the egress gateway's sockets (made before the payload runs).
+    pub egress: Option<egress::Duty>,
+    /// The report's lock when the gateway reports without audit records
+    /// (kept for the lock, never read; see [`denials::Duty::lock`]).
+    #[allow(dead_code)]
+    pub report_lock: Option<std::fs::File>,
 }
 
 impl Duties {
     /// Whether there is anything to supervise (no process otherwise).
     pub fn is_empty(&self) -> bool {
-        self.timeout.is_none() && self.denials.is_none()
+        self.timeout.is_none() && self.denials.is_none() && self.egress.is_none()
     }
 }
 
@@ -97,7 +104,7 @@ pub fn spawn(
             match unsafe { fork() } {
                 Ok(ForkResult::Child) => {
                     detach_stdio(target.keep_stderr);
-                    let code = supervise(&target, &duties, &pidfd, kill_all);
+                    let code = supervise(&target, duties, &pidfd, kill_all);
                     std::process::exit(code);
                 }
                 _ => std::process::exit(0),
@@ -123,23 +130,30 @@ fn detach_stdio(keep_stderr: bool) {
 
 fn supervise(
     target: &Target,
-    duties: &Duties,
+    mut duties: Duties,
     pidfd: &Pidfd,
     kill_all: impl FnOnce(&str) -> Result<()>,
 ) -> i32 {
     let started = Instant::now();
     let mut kill_all = Some(kill_all);
-    let mut collector = duties.denials.as_ref().map(|d| {
-        (
-            d,
-            denials::Collector::new(
-                &target.id,
-                &target.state_dir,
-                target.init.as_raw(),
-                d.policy.clone(),
-            ),
+    // One report for the audit records and the gateway's refusals.
+    let mut report = (duties.denials.is_some() || duties.egress.is_some()).then(|| {
+        denials::Collector::new(
+            &target.id,
+            &target.state_dir,
+            target.init.as_raw(),
+            duties
+                .denials
+                .as_ref()
+                .map_or_else(Default::default, |d| d.policy.clone()),
         )
     });
+    let refusals = duties.egress.take().map(|duty| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        egress::start(&target.id, duty, tx);
+        rx
+    });
+    let socket = duties.denials.as_ref().map(|d| &d.socket);
     let mut buf = vec![0u8; 16 * 1024];
     let mut code = 0;
     loop {
@@ -147,25 +161,35 @@ fn supervise(
             .timeout
             .filter(|_| kill_all.is_some())
             .map(|t| t.saturating_sub(started.elapsed()));
-        // With a collector, wake now and then to write the report.
-        let wait = match (deadline, collector.is_some()) {
+        // With a report, wake now and then to write it.
+        let wait = match (deadline, report.is_some()) {
             (Some(d), true) => Some(d.min(Duration::from_millis(250))),
             (Some(d), false) => Some(d),
             (None, true) => Some(Duration::from_millis(250)),
             (None, false) => None,
         };
-        let exited = match wait_any(pidfd, collector.as_ref().map(|c| &c.0.socket), wait) {
+        let exited = match wait_any(pidfd, socket, wait) {
             Ok(w) => w,
             Err(_) => return 1,
         };
-        if let Some((duty, c)) = collector.as_mut() {
-            read_ready(&duty.socket, c, &mut buf);
+        if let Some(c) = report.as_mut() {
+            if let Some(s) = socket {
+                read_ready(s, c, &mut buf);
+            }
+            for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
+                c.record(d);
+            }
             c.tick();
         }
         if exited {
-            if let Some((duty, c)) = collector.as_mut() {
-                drain(duty, c, &mut buf, &target.id);
-                c.finish(duty.lost_before);
+            if let Some(c) = report.as_mut() {
+                if let Some(duty) = duties.denials.as_ref() {
+                    drain(duty, c, &mut buf, &target.id);
+                }
+                for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
+                    c.record(d);
+                }
+                c.finish(duties.denials.as_ref().and_then(|d| d.lost_before));
             }
             return code;
         }

@@ -110,7 +110,8 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
         direct::Tier::Landlock => NetNamespace::Host,
         direct::Tier::Namespaces => NetNamespace::None,
     };
-    let policy = load_policy(&opts, ns)?;
+    let mut policy = load_policy(&opts, ns)?;
+    without_gateway(&mut policy, &id)?;
     // Unprivileged tiers read no audit records: refusals show as the
     // command's own errors and wrap's 126/127.
     direct::run(
@@ -124,6 +125,29 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
         },
     )
     .map(Ran::status)
+}
+
+/// The unprivileged tiers have no egress gateway (it needs the runtime's
+/// supervisor and a network namespace made by root): under `enforce` a
+/// policy with `[net] allow`/`allow_cidr` is refused; otherwise the host
+/// rules are dropped with a warning, so the step keeps only `[net] connect`
+/// (never the allowed ports to any host).
+fn without_gateway(policy: &mut Policy, id: &str) -> Result<()> {
+    if !policy.egress.is_active() {
+        return Ok(());
+    }
+    if policy.landlock_mode == sandboy_spec_gen::annotations::LandlockMode::Enforce {
+        return Err(Failure::config(format!(
+            "{}: [net] allow/allow_cidr need the egress gateway, which only root `sandboy wrap` (a container) provides; run as root, or set [landlock] mode = \"best-effort\" to run without the host rules (no network beyond [net] connect)",
+            policy.file
+        )));
+    }
+    tracing::warn!(
+        id,
+        "[net] allow/allow_cidr are not enforced by unprivileged wrap (no egress gateway): the step gets only [net] connect"
+    );
+    policy.egress = Default::default();
+    Ok(())
 }
 
 /// The policy from `--policy` and/or the inline rules.

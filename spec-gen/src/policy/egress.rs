@@ -16,6 +16,118 @@ impl Egress {
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty() && self.allow_cidr.is_empty()
     }
+
+    /// Whether the rules open anything, so the container gets the egress
+    /// gateway (`deny` alone opens nothing: no network at all).
+    pub fn is_active(&self) -> bool {
+        !self.allow.is_empty() || !self.allow_cidr.is_empty()
+    }
+
+    /// The allowed ports, sorted and unique: the gateway listens on each.
+    pub fn ports(&self) -> Vec<u16> {
+        let mut v: Vec<u16> = self.allow.iter().map(|r| r.port).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The HTTP proxy's port inside the container: the first of a few
+    /// customary proxy ports that no allowed port (nor the DNS stub) takes.
+    pub fn proxy_port(&self) -> u16 {
+        let taken = self.ports();
+        [3128, 8118, 18128, 28128, 38128]
+            .into_iter()
+            .find(|p| !taken.contains(p))
+            .unwrap_or(48128)
+    }
+
+    /// Whether `host:port` may be reached: no `deny` rule covers it and an
+    /// `allow` rule does.
+    pub fn permits(&self, host: &str, port: u16) -> bool {
+        !self.deny.iter().any(|r| r.matches(host, port))
+            && self.allow.iter().any(|r| r.matches(host, port))
+    }
+
+    /// Whether `host` is reachable on any port (what the DNS stub answers).
+    pub fn permits_name(&self, host: &str) -> bool {
+        self.allow.iter().any(|r| self.permits(host, r.port))
+    }
+
+    /// Whether `ip:port` is covered by `allow_cidr`.
+    pub fn permits_addr(&self, ip: IpAddr, port: u16) -> bool {
+        self.allow_cidr.iter().any(|c| c.matches(ip, port))
+    }
+
+    /// The annotation form (rules as written, canonical).
+    pub fn to_wire(&self) -> EgressWire {
+        EgressWire {
+            allow: self.allow.iter().map(HostRule::to_string).collect(),
+            deny: self.deny.iter().map(HostRule::to_string).collect(),
+            allow_cidr: self.allow_cidr.iter().map(CidrRule::to_string).collect(),
+            proxy_port: self.proxy_port(),
+        }
+    }
+
+    /// Rules read back from the annotation, each parsed again (the runtime
+    /// trusts no config.json): the first bad entry is the error.
+    pub fn from_wire(w: &EgressWire) -> Result<Egress, RuleError> {
+        let e = Egress {
+            allow: w
+                .allow
+                .iter()
+                .map(|r| HostRule::parse(r))
+                .collect::<Result<_, _>>()?,
+            deny: w
+                .deny
+                .iter()
+                .map(|r| HostRule::parse(r))
+                .collect::<Result<_, _>>()?,
+            allow_cidr: w
+                .allow_cidr
+                .iter()
+                .map(|r| CidrRule::parse(r))
+                .collect::<Result<_, _>>()?,
+        };
+        if w.proxy_port == 0 || w.proxy_port == 53 || e.ports().contains(&w.proxy_port) {
+            return fail(
+                format!(
+                    "proxy_port {} collides with an allowed port or the DNS stub",
+                    w.proxy_port
+                ),
+                "leave proxy_port as sandboy-spec-gen renders it",
+            );
+        }
+        Ok(e)
+    }
+}
+
+/// The `dev.sandboy.egress` annotation: the rules as strings and the port
+/// of the HTTP proxy the container's environment points at.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressWire {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub allow_cidr: Vec<String>,
+    pub proxy_port: u16,
+}
+
+impl std::fmt::Display for HostRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.pattern, self.port)
+    }
+}
+
+impl std::fmt::Display for CidrRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.addr {
+            IpAddr::V4(a) => write!(f, "{a}/{}:{}", self.prefix, self.port),
+            IpAddr::V6(a) => write!(f, "[{a}]/{}:{}", self.prefix, self.port),
+        }
+    }
 }
 
 /// `host:port`: an exact host name or a one-label wildcard (`*.crates.io`).

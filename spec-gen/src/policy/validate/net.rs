@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::super::diags::Diags;
 use super::super::egress::{CidrRule, Egress, HostRule, RuleError};
 use super::super::reader::Table;
-use super::values::{choice, choice_key, ports};
+use super::values::{choice, ports};
 use crate::annotations::Scope;
 use crate::policy::NetNamespace;
 
@@ -22,14 +22,20 @@ pub(super) struct Net {
 }
 
 pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
-    let namespace = choice_key(
-        &mut t,
-        d,
-        "namespace",
-        "network namespace",
-        &[("none", NetNamespace::None), ("host", NetNamespace::Host)],
-        NetNamespace::None,
-    );
+    let ns_key = t.key("namespace");
+    let ns_value = t.str(d, "namespace");
+    let namespace = ns_value
+        .as_ref()
+        .and_then(|v| {
+            choice(
+                d,
+                v,
+                &ns_key,
+                "network namespace",
+                &[("none", NetNamespace::None), ("host", NetNamespace::Host)],
+            )
+        })
+        .unwrap_or(NetNamespace::None);
     let connect = ports(&mut t, d, "connect", "TCP");
     let bind = ports(&mut t, d, "bind", "TCP");
     let udp = ports(&mut t, d, "udp", "UDP");
@@ -40,6 +46,16 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
         allow_cidr: rules(&mut t, d, "allow_cidr", CidrRule::parse),
     };
     t.finish(d);
+    // The gateway's sockets live in the step's own network namespace; on
+    // the host's, nothing would hold the host rules.
+    if let (NetNamespace::Host, true, Some(v)) = (namespace, egress.is_active(), &ns_value) {
+        d.error(
+            v.span(),
+            &ns_key,
+            "[net] allow/allow_cidr need the step's own network namespace, but namespace is \"host\"",
+            "remove `namespace = \"host\"` (the egress gateway gives an own namespace reaching only the allowed hosts), or drop allow/allow_cidr",
+        );
+    }
     Net {
         namespace,
         connect,

@@ -1,0 +1,303 @@
+//! The egress gateway: the supervisor's duty that lets a container with
+//! `[net] allow` reach the allowed hosts and nothing else (docs/egress.md).
+//!
+//! The container has its own network namespace with only loopback. Its
+//! listening sockets are made inside that namespace by `create`, before the
+//! payload starts ([`Listeners::bind`], run there by the container layer),
+//! and served from the supervisor, which lives in the runtime's namespace:
+//! a socket keeps the namespace it was made in, so what the gateway accepts
+//! comes from the container and what it connects goes out from the host.
+//!
+//! * [`http`]: the proxy on 127.0.0.1:<port> named by the proxy variables;
+//! * [`dns`]: the stub on 127.0.0.53:53, a synthetic 127.x.y.z per allowed
+//!   name ([`Names`]);
+//! * one listener on 0.0.0.0:<port> per allowed port: a client that ignores
+//!   the proxy variables connects to the synthetic address, and the local
+//!   address of the accepted socket says which name it meant;
+//! * [`upstream`]: rules checked, names resolved on the host, addresses
+//!   checked; [`tunnel`] and [`sni`]: the splice and its TLS name check.
+//!
+//! Threads, not an async runtime: a step opens a handful of connections,
+//! blocking copies run at loopback speed, and this process forks nothing
+//! after they start (see docs/egress.md).
+
+pub mod client;
+pub mod dns;
+pub mod http;
+pub mod sni;
+pub mod tunnel;
+pub mod upstream;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use sandboy_spec_gen::policy::Egress;
+
+use super::denials::Denial;
+use upstream::Refusal;
+
+/// The DNS stub's address (systemd-resolved's, so tools expecting a local
+/// stub find one).
+pub const DNS_ADDR: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 53);
+
+/// The gateway's sockets, made inside the container's network namespace.
+#[derive(Debug)]
+pub struct Listeners {
+    proxy: TcpListener,
+    dns_udp: UdpSocket,
+    dns_tcp: TcpListener,
+    ports: Vec<(u16, TcpListener)>,
+}
+
+impl Listeners {
+    /// Bind every socket; run inside the container's network namespace
+    /// (loopback up). Port 53 as an allowed port is served by the stub's
+    /// own TCP socket's address only, so it gets no listener of its own.
+    pub fn bind(rules: &Egress, proxy_port: u16) -> std::io::Result<Listeners> {
+        let proxy = TcpListener::bind((Ipv4Addr::LOCALHOST, proxy_port))?;
+        let dns_udp = UdpSocket::bind((DNS_ADDR, 53))?;
+        let dns_tcp = TcpListener::bind((DNS_ADDR, 53))?;
+        let ports = rules
+            .ports()
+            .into_iter()
+            .filter(|p| *p != 53)
+            .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
+            .collect::<std::io::Result<_>>()?;
+        Ok(Listeners {
+            proxy,
+            dns_udp,
+            dns_tcp,
+            ports,
+        })
+    }
+}
+
+/// The egress duty: rules and sockets, ready before the payload starts.
+#[derive(Debug)]
+pub struct Duty {
+    pub rules: Egress,
+    pub listeners: Listeners,
+    /// The container's init (its network namespace names refused clients).
+    pub init: i32,
+}
+
+/// Synthetic addresses given out at most (127.100.0.1 to 127.101.0.0).
+pub const MAX_NAMES: u32 = 65536;
+/// Connections served at once; more are closed at once (the supervisor is
+/// a host process: a step must not make it spawn threads without end).
+const MAX_CONNECTIONS: usize = 1024;
+
+/// The synthetic addresses of allowed names, one per name for the
+/// container's life, from 127.100.0.1 up (clear of 127.0.0.1 and the stub).
+#[derive(Debug, Default)]
+pub struct Names {
+    map: Mutex<(HashMap<String, Ipv4Addr>, HashMap<Ipv4Addr, String>)>,
+}
+
+impl Names {
+    /// The address of `name`, given on first use; `None` once
+    /// [`MAX_NAMES`] names have one (a wildcard allows endless names).
+    pub fn address(&self, name: &str) -> Option<Ipv4Addr> {
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = m.0.get(name) {
+            return Some(*a);
+        }
+        let n = m.0.len() as u32 + 1;
+        if n > MAX_NAMES {
+            return None;
+        }
+        let a = Ipv4Addr::from(u32::from(Ipv4Addr::new(127, 100, 0, 0)) + n);
+        m.0.insert(name.to_string(), a);
+        m.1.insert(a, name.to_string());
+        Some(a)
+    }
+
+    /// The name an address was given to.
+    pub fn name(&self, addr: Ipv4Addr) -> Option<String> {
+        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        m.1.get(&addr).cloned()
+    }
+}
+
+/// The refused client's pid, comm and exe, when found.
+pub type Client = Option<(i32, String, String)>;
+
+/// What every connection handler shares.
+pub struct Shared {
+    pub id: String,
+    init: i32,
+    pub rules: Egress,
+    pub names: Names,
+    report: Mutex<Sender<Denial>>,
+    /// Connections being served.
+    open: AtomicUsize,
+}
+
+impl Shared {
+    fn report(&self, target: String, allow: Option<String>, blocker: &str, who: Client) {
+        let (pid, comm, exe) = match who {
+            Some((p, c, e)) => (Some(p), Some(c), Some(e)),
+            None => (None, None, None),
+        };
+        let d = Denial {
+            kind: "egress".into(),
+            target,
+            pid,
+            comm,
+            exe,
+            allow,
+            count: 1,
+            blocker: blocker.into(),
+            syscall: None,
+        };
+        let _ = self
+            .report
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(d);
+    }
+
+    /// The process of the client at `peer`, if it can be found.
+    pub fn client(&self, peer: Option<SocketAddr>) -> Client {
+        peer.and_then(|p| client::find(self.init, p))
+    }
+
+    /// A connection refused: a warn event and a report entry.
+    pub fn refuse(&self, host: &str, port: u16, r: &Refusal, via: &str, who: Client) {
+        tracing::warn!(
+            id = %self.id,
+            host,
+            port,
+            via,
+            pid = who.as_ref().map(|w| w.0),
+            comm = who.as_ref().map_or("?", |w| w.1.as_str()),
+            allow = r.allow.as_deref().unwrap_or("nothing may relax this rule"),
+            "egress refused: {}",
+            r.reason
+        );
+        self.report(
+            format!("{host}:{port}"),
+            r.allow.clone(),
+            "egress.connect",
+            who,
+        );
+    }
+
+    /// A ClientHello naming another host than the connection was allowed
+    /// for (or none).
+    pub fn refuse_sni(&self, host: &str, port: u16, sni: Option<&str>, via: &str, who: Client) {
+        let shown = sni.unwrap_or("(none)");
+        tracing::warn!(
+            id = %self.id,
+            host,
+            port,
+            pid = who.as_ref().map(|w| w.0),
+            sni = shown,
+            via,
+            "egress refused: TLS server name {shown} does not match {host}"
+        );
+        let allow = sni.map(|s| format!("[net] allow = [\"{s}:{port}\"]"));
+        self.report(
+            format!("{host}:{port} sni={shown}"),
+            allow,
+            "egress.sni",
+            who,
+        );
+    }
+
+    /// A DNS query for a name the rules do not allow.
+    pub fn refuse_name(&self, name: &str) {
+        tracing::warn!(id = %self.id, host = name, "egress DNS refused: {name} is not in [net] allow (NXDOMAIN)");
+        self.report(
+            name.to_string(),
+            Some(format!("[net] allow = [\"{name}:443\"]")),
+            "egress.dns",
+            None,
+        );
+    }
+}
+
+/// Serve the gateway's sockets on threads of their own; refusals go to
+/// `report` (the supervisor's denial report).
+pub fn start(id: &str, duty: Duty, report: Sender<Denial>) {
+    let shared = Arc::new(Shared {
+        id: id.to_string(),
+        init: duty.init,
+        rules: duty.rules,
+        names: Names::default(),
+        report: Mutex::new(report),
+        open: AtomicUsize::new(0),
+    });
+    let Listeners {
+        proxy,
+        dns_udp,
+        dns_tcp,
+        ports,
+    } = duty.listeners;
+    accept(&shared, proxy, http::serve);
+    accept(&shared, dns_tcp, dns::serve_tcp);
+    {
+        let shared = shared.clone();
+        std::thread::spawn(move || dns::serve_udp(&shared, dns_udp));
+    }
+    for (port, l) in ports {
+        accept(&shared, l, move |s, c| direct(s, c, port));
+    }
+}
+
+/// One thread accepting on `l`, one more per connection.
+fn accept(
+    shared: &Arc<Shared>,
+    l: TcpListener,
+    serve: impl Fn(&Shared, TcpStream) + Send + Sync + Copy + 'static,
+) {
+    let shared = shared.clone();
+    std::thread::spawn(move || loop {
+        match l.accept() {
+            Ok((c, _)) => {
+                if shared.open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                    tracing::warn!(id = %shared.id, "egress: more than {MAX_CONNECTIONS} connections at once; closing the new one");
+                    continue;
+                }
+                let _ = c.set_nodelay(true);
+                let shared = shared.clone();
+                std::thread::spawn(move || {
+                    serve(&shared, c);
+                    shared.open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(_) => {}
+        }
+    });
+}
+
+/// A connection to a synthetic address on an allowed port: the name is the
+/// one the stub gave that address.
+fn direct(shared: &Shared, conn: TcpStream, port: u16) {
+    let peer = conn.peer_addr().ok();
+    let local = match conn.local_addr() {
+        Ok(SocketAddr::V4(a)) => *a.ip(),
+        _ => return,
+    };
+    let Some(host) = shared.names.name(local) else {
+        let r = Refusal {
+            reason: format!("{local} is not an address the gateway's DNS stub gave out"),
+            allow: None,
+        };
+        return shared.refuse(&local.to_string(), port, &r, "direct", shared.client(peer));
+    };
+    let up = match upstream::connect(&shared.rules, &host, port) {
+        Ok(u) => u,
+        Err(r) => return shared.refuse(&host, port, &r, "direct", shared.client(peer)),
+    };
+    if let Err(sni) = tunnel::splice(conn, up, Vec::new(), Some(&host)) {
+        shared.refuse_sni(&host, port, sni.as_deref(), "direct", shared.client(peer));
+    }
+}

@@ -1,0 +1,177 @@
+//! The way out: a destination checked against the rules, resolved with the
+//! host's resolver (getaddrinfo, so /etc/hosts and nsswitch apply) at
+//! connect time, every address checked again, then connected.
+
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use sandboy_spec_gen::policy::Egress;
+
+/// How long one upstream connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a destination was refused, and the policy change that would permit
+/// it (`None`: a `deny` rule, which nothing relaxes but removing it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: String,
+    pub allow: Option<String>,
+}
+
+/// A `host:port` authority split (IPv6 literals in brackets).
+pub fn split_authority(authority: &str, default_port: Option<u16>) -> Option<(String, u16)> {
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => {
+            (h, p.parse::<u16>().ok().filter(|p| *p != 0)?)
+        }
+        _ => (authority, default_port?),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
+}
+
+/// Addresses a name must not resolve to unless `allow_cidr` lists them:
+/// this host and its networks (a name of an allowed domain pointed at them
+/// would reach them).
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_unspecified()
+                || a.is_broadcast()
+                || a.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10
+                || o[0] >= 240
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            if let Some(v4) = a.to_ipv4_mapped() {
+                return is_internal(IpAddr::V4(v4));
+            }
+            a.is_loopback()
+                || a.is_unspecified()
+                || a.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+        }
+    }
+}
+
+/// Check `host:port` against `rules` and connect to it.
+pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refusal> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        if !rules.permits_addr(ip, port) {
+            let len = if ip.is_ipv4() { 32 } else { 128 };
+            return Err(Refusal {
+                reason: format!("IP address {ip} is not covered by [net] allow_cidr"),
+                allow: Some(format!("[net] allow_cidr = [\"{ip}/{len}:{port}\"]")),
+            });
+        }
+        return dial(&[SocketAddr::new(ip, port)], host, port);
+    }
+    if rules.deny.iter().any(|r| r.matches(host, port)) {
+        return Err(Refusal {
+            reason: format!("{host}:{port} matches [net] deny"),
+            allow: None,
+        });
+    }
+    if !rules.permits(host, port) {
+        return Err(Refusal {
+            reason: format!("{host}:{port} is not in [net] allow"),
+            allow: Some(format!("[net] allow = [\"{host}:{port}\"]")),
+        });
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Refusal {
+            reason: format!("{host} does not resolve on the host: {e}"),
+            allow: None,
+        })?
+        .collect();
+    let (ok, internal): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs
+        .into_iter()
+        .partition(|a| !is_internal(a.ip()) || rules.permits_addr(a.ip(), port));
+    if ok.is_empty() {
+        let ip = internal.first().map(|a| a.ip());
+        return Err(Refusal {
+            reason: format!(
+                "{host} resolves to an internal address ({}) not covered by [net] allow_cidr",
+                ip.map_or("none".into(), |i| i.to_string())
+            ),
+            allow: ip.map(|ip| {
+                let len = if ip.is_ipv4() { 32 } else { 128 };
+                format!("[net] allow_cidr = [\"{ip}/{len}:{port}\"]")
+            }),
+        });
+    }
+    dial(&ok, host, port)
+}
+
+fn dial(addrs: &[SocketAddr], host: &str, port: u16) -> Result<TcpStream, Refusal> {
+    let mut last = None;
+    for a in addrs {
+        match TcpStream::connect_timeout(a, CONNECT_TIMEOUT) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Refusal {
+        reason: format!(
+            "{host}:{port} is allowed but unreachable: {}",
+            last.map_or("no address".into(), |e| e.to_string())
+        ),
+        allow: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities() {
+        assert_eq!(
+            split_authority("A.com:443", None),
+            Some(("a.com".into(), 443))
+        );
+        assert_eq!(
+            split_authority("a.com", Some(80)),
+            Some(("a.com".into(), 80))
+        );
+        assert_eq!(
+            split_authority("[::1]:8080", None),
+            Some(("::1".into(), 8080))
+        );
+        assert_eq!(split_authority("a.com:x", None), None);
+        assert_eq!(split_authority("a.com", None), None);
+    }
+
+    #[test]
+    fn internal_ranges() {
+        for a in [
+            "127.0.0.1",
+            "10.1.1.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:10.0.0.1",
+            "0.0.0.0",
+        ] {
+            assert!(is_internal(a.parse().unwrap()), "{a}");
+        }
+        for a in ["1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_internal(a.parse().unwrap()), "{a}");
+        }
+    }
+}

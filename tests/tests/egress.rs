@@ -1,0 +1,473 @@
+//! Egress by host name (issue 17): `[net] allow` through the gateway the
+//! supervisor serves in the container's own network namespace. Everything
+//! stays on this machine: the upstream servers listen on 127.77.0.0/24 and
+//! 127.78.0.1, and the test host names reach them through a hosts file
+//! bound over /etc/hosts in a private mount namespace (`unshare -m`) around
+//! each sandboy command, which the supervisor's resolver reads.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use sandboy_tests::egress::World;
+use sandboy_tests::*;
+
+fn run(cmd: &mut Command) -> Output {
+    output_timeout(cmd, Duration::from_secs(120))
+}
+
+/// The report's entries as `target -> allow`.
+fn report(path: &Path) -> Vec<(String, Option<String>)> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|d| d["kind"] == "egress")
+        .map(|d| {
+            (
+                d["target"].as_str().unwrap().to_string(),
+                d["allow"].as_str().map(String::from),
+            )
+        })
+        .collect()
+}
+
+fn has(lines: &str, want: &str) {
+    assert!(
+        lines.lines().any(|l| l.trim() == want),
+        "missing {want:?} in:\n{lines}"
+    );
+}
+
+/// Allowed and refused destinations from host tools, under root `wrap`
+/// (a container on the host's filesystem, so curl, python and git exist).
+#[test]
+fn wrap_allows_listed_names_and_refuses_the_rest() {
+    let Some(w) = World::start("wrap_allows_listed_names_and_refuses_the_rest") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let out = w.out();
+    let probe = repo().join("tests/egress/probe.py");
+    let git = which("git");
+    if let Some(git) = &git {
+        // A dumb-HTTP repository under the web root.
+        let src = w.dir.path().join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("README"), "cloned through the gateway\n").unwrap();
+        let sh = format!(
+            "cd {} && {g} init -q && {g} add README && {g} -c user.email=t@t -c user.name=t commit -qm init && {g} clone -q --bare . {}/www/repo.git && {g} --git-dir {}/www/repo.git update-server-info",
+            src.display(),
+            w.dir.path().display(),
+            w.dir.path().display(),
+            g = git.display()
+        );
+        assert_exit(&capture(Command::new("sh").arg("-c").arg(&sh)), 0);
+    }
+    let policy = w.dir.path().join("p.toml");
+    fs::write(
+        &policy,
+        format!(
+            r#"version = 1
+name = "egress-wrap"
+[fs]
+read = ["/usr", "/lib", "/lib64", "/etc", "/bin", "/proc", "{probe}"]
+exec = ["/usr", "/bin", "/lib", "/lib64"]
+write = ["{out}", "/dev/null"]
+{net}
+[process]
+args = ["true"]
+env = ["HOME={out}", "PATH=/usr/local/bin:/usr/bin:/bin"]
+"#,
+            probe = probe.parent().unwrap().display(),
+            out = out.display(),
+            net = w.net()
+        ),
+    )
+    .unwrap();
+    let (h, s, t, o) = (w.http, w.https, w.tcp, w.other);
+    let p = format!("/usr/bin/python3 {}", probe.display());
+    let code = "curl -s -m 20 -o /dev/null -w '%{http_code}\\n'";
+    let clone = if git.is_some() {
+        format!("git clone -q http://web.egress.test:{h}/repo.git {}/clone && echo git $(cat {}/clone/README)", out.display(), out.display())
+    } else {
+        "echo git skipped".into()
+    };
+    let script = format!(
+        r#"
+echo proxy $(curl -sS -m 20 http://web.egress.test:{h}/index.html)
+echo proxy-tls $(curl -sS -m 20 -k https://tls.egress.test:{s}/index.html)
+echo urllib $(/usr/bin/python3 -c "import urllib.request; print(urllib.request.urlopen('http://web.egress.test:{h}/index.html').read().decode())")
+echo direct $(curl -sS -m 20 --noproxy '*' http://web.egress.test:{h}/index.html)
+echo direct-tls $(curl -sS -m 20 --noproxy '*' -k https://tls.egress.test:{s}/index.html)
+{p} banner tcp.egress.test {t}
+echo wildcard $({code} http://a.wild.egress.test:{h}/index.html)
+echo cidr-literal $({code} http://127.77.0.1:{h}/index.html)
+{clone}
+echo unlisted $({code} http://bad.egress.test:{o}/index.html)
+echo denied $({code} http://no.wild.egress.test:{h}/index.html)
+echo literal $({code} http://127.78.0.1:{o}/index.html)
+echo port $({code} http://web.egress.test:{s}/index.html)
+echo internal $({code} http://inner.egress.test:{h}/index.html)
+curl -sS -m 20 --noproxy '*' http://bad.egress.test:{o}/ >/dev/null 2>&1; echo direct-unlisted $?
+{p} sni tls.egress.test {s} tls.egress.test
+{p} sni tls.egress.test {s} other.egress.test
+echo dns-a $({p} dns web.egress.test 1)
+echo dns-nx $({p} dns nope.egress.test 1)
+echo dns-txt $({p} dns web.egress.test 16)
+echo dns-any $({p} dns web.egress.test 255)
+echo udp $({p} socket 2 2 0)
+echo udp6 $({p} socket 10 2 0)
+echo raw $({p} socket 2 3 1)
+echo packet $({p} socket 17 3 0)
+echo tcp-socket $({p} socket 2 1 0)
+"#
+    );
+    let report_file = w.dir.path().join("report.jsonl");
+    let id = unique_id("egress-wrap");
+    let out = run(&mut w.sandboy(
+        &rt,
+        &[
+            "wrap",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--id",
+            &id,
+            "--report",
+            report_file.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    ));
+    let stdout = text(&out.stdout);
+    eprintln!("{stdout}\n{}", text(&out.stderr));
+    assert_exit(&out, 0);
+    // Allowed: through the proxy variables, and with them ignored (the
+    // DNS stub's synthetic address), for HTTP, TLS and a server-first TCP.
+    for l in [
+        "proxy hello from upstream",
+        "proxy-tls hello from upstream",
+        "urllib hello from upstream",
+        "direct hello from upstream",
+        "direct-tls hello from upstream",
+        "banner banner echo hi",
+        "wildcard 200",
+        "cidr-literal 200",
+        "connect 200 tls ok",
+    ] {
+        has(&stdout, l);
+    }
+    if git.is_some() {
+        has(&stdout, "git cloned through the gateway");
+    } else {
+        skip(
+            "wrap_allows_listed_names_and_refuses_the_rest (git clone)",
+            "git is not installed",
+        );
+    }
+    // Refused: each answered 403 by the proxy, and reported.
+    for l in [
+        "unlisted 403",
+        "denied 403",
+        "literal 403",
+        "port 403",
+        "internal 403",
+        "connect 200 tls failed",
+    ] {
+        has(&stdout, l);
+    }
+    // No name for an unlisted host: curl cannot resolve it (exit 6).
+    has(&stdout, "direct-unlisted 6");
+    has(&stdout, "dns-a rcode=0 answers=1");
+    has(&stdout, "dns-nx rcode=3 answers=0");
+    has(&stdout, "dns-txt rcode=5 answers=0");
+    has(&stdout, "dns-any rcode=5 answers=0");
+    // UDP, raw and packet sockets are refused by seccomp (EACCES, the
+    // network guard's errno); TCP sockets are not.
+    has(&stdout, "udp errno=EACCES");
+    has(&stdout, "udp6 errno=EACCES");
+    assert!(
+        stdout.contains("raw errno=EACCES") || stdout.contains("raw errno=EPERM"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("packet errno=EACCES") || stdout.contains("packet errno=EPERM"),
+        "{stdout}"
+    );
+    has(&stdout, "tcp-socket ok");
+    let got = report(&report_file);
+    let entry = |target: &str| {
+        got.iter()
+            .find(|(t, _)| t == target)
+            .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
+    };
+    assert_eq!(
+        entry(&format!("bad.egress.test:{o}")).1.as_deref(),
+        Some(format!("[net] allow = [\"bad.egress.test:{o}\"]").as_str())
+    );
+    assert_eq!(entry(&format!("no.wild.egress.test:{h}")).1, None);
+    assert_eq!(
+        entry(&format!("127.78.0.1:{o}")).1.as_deref(),
+        Some(format!("[net] allow_cidr = [\"127.78.0.1/32:{o}\"]").as_str())
+    );
+    entry(&format!("web.egress.test:{s}"));
+    // The refused client is named: curl, found by its socket in the
+    // container's network namespace.
+    let raw = fs::read_to_string(&report_file).unwrap();
+    let bad = raw
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|d| d["target"] == format!("bad.egress.test:{o}"))
+        .unwrap();
+    assert_eq!(bad["comm"], "curl", "{bad}");
+    assert!(bad["pid"].as_i64().is_some_and(|p| p > 0), "{bad}");
+    entry(&format!("inner.egress.test:{h}"));
+    entry(&format!("tls.egress.test:{s} sni=other.egress.test"));
+    entry("nope.egress.test");
+    entry("bad.egress.test");
+    assert!(
+        text(&out.stderr).contains("egress refused"),
+        "no warn event"
+    );
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+}
+
+/// A busybox bundle generated from an egress policy running `script`.
+fn busybox_bundle(w: &World, script: &str) -> Bundle {
+    let bundle = Bundle::busybox(&["true"]);
+    if let Some(probe) = [target_dir().join("probes/probe")]
+        .into_iter()
+        .find(|p| p.exists())
+    {
+        fs::copy(probe, bundle.rootfs().join("bin/probe")).unwrap();
+    }
+    let policy = w.dir.path().join(format!("{}.toml", unique_id("bb")));
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\nname = \"egress-run\"\n[fs]\nread = [\"/etc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n{}\n[process]\nargs = [\"/bin/sh\", \"-c\", {script:?}]\n",
+            w.net()
+        ),
+    )
+    .unwrap();
+    bundle.generate(&policy);
+    bundle
+}
+
+/// `run` of an OCI bundle: busybox wget through the proxy variables; an
+/// unlisted name refused and summarised; UDP and raw sockets refused.
+#[test]
+fn run_reaches_allowed_names_only() {
+    let Some(w) = World::start("run_reaches_allowed_names_only") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let script = format!(
+        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad $?; [ -x /bin/probe ] && echo udp $(/bin/probe udp-send 9) raw $(/bin/probe socket 2 3 1); true",
+        w.http, w.other
+    );
+    let bundle = busybox_bundle(&w, &script);
+    let id = unique_id("egress-run");
+    let _g = rt.guard(&id);
+    let rep = w.dir.path().join("run-report.jsonl");
+    let o = run(&mut w.sandboy(
+        &rt,
+        &[
+            "run",
+            "--bundle",
+            bundle.path().to_str().unwrap(),
+            "--report",
+            rep.to_str().unwrap(),
+            &id,
+        ],
+    ));
+    let stdout = text(&o.stdout);
+    assert_exit(&o, 0);
+    has(&stdout, "ok hello from upstream");
+    assert!(stdout.contains("403"), "{stdout}");
+    assert!(!stdout.contains("bad 0"), "{stdout}");
+    if target_dir().join("probes/probe").exists() {
+        has(&stdout, "udp errno=EACCES raw errno=EACCES");
+    } else {
+        skip(
+            "run_reaches_allowed_names_only (socket probes)",
+            "the C probe is not built (make probes)",
+        );
+    }
+    assert!(
+        text(&o.stderr).contains(&format!("egress bad.egress.test:{}", w.other)),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(report(&rep)
+        .iter()
+        .any(|(t, _)| t == &format!("bad.egress.test:{}", w.other)));
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+}
+
+/// A detached container: the gateway outlives `create`, serves `exec`s
+/// after `start`, reports into the state directory, and is gone (process
+/// and sockets) after `delete`.
+#[test]
+fn detached_container_keeps_its_gateway_until_delete() {
+    let Some(w) = World::start("detached_container_keeps_its_gateway_until_delete") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let bundle = busybox_bundle(&w, "sleep 600");
+    let id = unique_id("egress-detached");
+    let g = rt.guard(&id);
+    assert_exit(
+        &run(&mut w.sandboy(
+            &rt,
+            &["create", "--bundle", bundle.path().to_str().unwrap(), &id],
+        )),
+        0,
+    );
+    let supervisors = pids_mentioning(&id);
+    assert!(!supervisors.is_empty(), "no supervisor after create");
+    assert_exit(&rt.run(&["start", &id]), 0);
+    let fetch = |url: String| {
+        rt.run(&[
+            "exec",
+            &id,
+            "sh",
+            "-c",
+            &format!("http_proxy=http://127.0.0.1:3128 wget -q -O - {url} 2>&1; echo rc=$?"),
+        ])
+    };
+    let ok = fetch(format!("http://web.egress.test:{}/index.html", w.http));
+    has(&text(&ok.stdout), "hello from upstream");
+    let bad = fetch(format!("http://bad.egress.test:{}/", w.other));
+    assert!(!text(&bad.stdout).contains("rc=0"), "{}", text(&bad.stdout));
+    let state_report = rt.root.path().join(&id).join("denials.jsonl");
+    let want = format!("bad.egress.test:{}", w.other);
+    for _ in 0..100 {
+        if report(&state_report).iter().any(|(t, _)| *t == want) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        report(&state_report).iter().any(|(t, _)| *t == want),
+        "no report entry in {}",
+        state_report.display()
+    );
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    drop(g);
+    for pid in supervisors {
+        for _ in 0..100 {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "supervisor {pid} outlived delete"
+        );
+    }
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+    assert!(!rt.root.path().join(&id).exists(), "state left for {id}");
+    assert!(
+        !rt.root.path().join(".bundles").join(&id).exists(),
+        "shadow bundle (resolver files) left for {id}"
+    );
+}
+
+/// A config.json whose egress annotation was edited by hand is refused
+/// before anything exists (exit 2), and so is one on the host's network.
+#[test]
+fn bad_egress_annotation_is_a_config_error() {
+    if !need_root("bad_egress_annotation_is_a_config_error") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let bundle = Bundle::busybox(&["true"]);
+    bundle.edit(|c| {
+        c["annotations"]["dev.sandboy.egress"] =
+            serde_json::json!(r#"{"allow":["*.com:443"],"proxy_port":3128}"#);
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "network"}));
+    });
+    let id = unique_id("egress-bad");
+    let _g = rt.guard(&id);
+    let o = rt.create(&bundle, &id);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("dev.sandboy.egress"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!rt.root.path().join(&id).exists());
+    bundle.edit(|c| {
+        c["annotations"]["dev.sandboy.egress"] =
+            serde_json::json!(r#"{"allow":["a.example.com:443"],"proxy_port":3128}"#);
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|n| n["type"] != "network");
+    });
+    let o = rt.create(&bundle, &id);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("new network namespace"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Unprivileged `wrap` has no gateway: under `enforce` a policy with host
+/// rules is refused (exit 2) in both tiers; under `best-effort` it runs
+/// without them, with a warning, and the step keeps only `[net] connect`.
+#[test]
+fn unprivileged_wrap_refuses_host_rules_under_enforce() {
+    let test = "unprivileged_wrap_refuses_host_rules_under_enforce";
+    let Some(bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("egress-u");
+    let sandboy = user.reachable_copy(&bin, &dir);
+    let policy = |mode: &str| {
+        let p = dir.path().join(format!("{mode}.toml"));
+        fs::write(
+            &p,
+            format!("version = 1\nname = \"u\"\n[landlock]\nmode = \"{mode}\"\n[fs]\nread = [\"/usr\", \"/lib\", \"/lib64\", \"/etc\", \"/bin\"]\nexec = [\"/usr\", \"/bin\", \"/lib\", \"/lib64\"]\n[net]\nallow = [\"example.com:443\"]\n[process]\nargs = [\"true\"]\n"),
+        )
+        .unwrap();
+        p
+    };
+    let (enforce, best) = (policy("enforce"), policy("best-effort"));
+    for tier in ["landlock", "namespaces"] {
+        let wrap = |p: &Path| {
+            let mut c = user.cmd(&sandboy);
+            c.args(["wrap", "--isolation", tier, "--policy"])
+                .arg(p)
+                .args(["--", "true"])
+                .current_dir(dir.path());
+            run(&mut c)
+        };
+        let o = wrap(&enforce);
+        assert_exit(&o, 2);
+        assert!(
+            text(&o.stderr).contains("need the egress gateway"),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+        let o = wrap(&best);
+        assert_exit(&o, 0);
+        assert!(
+            text(&o.stderr).contains("not enforced by unprivileged wrap"),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+    }
+}
