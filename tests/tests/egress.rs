@@ -49,6 +49,9 @@ fn wrap_allows_listed_names_and_refuses_the_rest() {
     };
     let rt = Runtime::sandboy();
     let out = w.out();
+    // Root wrap runs the step as nobody (no SUDO_UID here): its write path
+    // is nobody's.
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
     let probe = repo().join("tests/egress/probe.py");
     let git = which("git");
     if let Some(git) = &git {
