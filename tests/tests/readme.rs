@@ -68,3 +68,37 @@ fn readme_wrap_quick_start_runs_verbatim_as_an_ordinary_user() {
     // A policy file: private /tmp, no network.
     assert!(out.contains("strict-ok\n"), "{out}\n{err}");
 }
+
+/// The second quick start runs verbatim as root: sandboy and spec-gen on
+/// PATH as after `make install`, from the checkout. The gate step passes
+/// under sandboy; under podman, the policy's annotations allow the write to
+/// /tmp and refuse the one to /root (the block's exit status 1).
+#[test]
+fn readme_podman_quick_start_runs_verbatim_as_root() {
+    let test = "readme_podman_quick_start_runs_verbatim_as_root";
+    if !sandboy_tests::need_root(test) || !sandboy_tests::need_tool(test, "podman") {
+        return;
+    }
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let block = quickstart_block(&readme, "<!-- quickstart:podman");
+    let bin = sandboy_bin();
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        bin.parent().unwrap().display()
+    );
+    let _ = fs::remove_dir_all("/tmp/gate");
+    let o = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&block)
+        .current_dir(repo())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let _ = fs::remove_dir_all("/tmp/gate");
+    let out = text(&o.stdout);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("gate-step fixture: ok"), "{out}\n{err}");
+    assert!(err.contains("/root/x: Permission denied"), "{err}");
+    assert!(!err.contains("Error:"), "podman failed: {err}");
+}
