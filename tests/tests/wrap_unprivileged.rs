@@ -616,3 +616,37 @@ fn namespaces_work(env: &Env) -> bool {
     );
     o.status.success()
 }
+
+/// A program planted in a write path does not run through the loader in
+/// the namespaces tier: write paths are bound noexec (as in containers),
+/// so `ld.so ./copy` cannot map it; the loader on a program in `exec` runs.
+/// The landlock tier cannot mount: there this stays a residual
+/// (docs/security.md), so it is not asserted.
+#[test]
+fn the_loader_cannot_run_a_planted_file_in_the_namespaces_tier() {
+    let test = "the_loader_cannot_run_a_planted_file_in_the_namespaces_tier";
+    let Some(env) = Env::new(test) else {
+        return;
+    };
+    if !namespaces_work(&env) {
+        return skip(test, "unprivileged user namespaces are not available");
+    }
+    let ld = "/lib64/ld-linux-x86-64.so.2";
+    if !std::path::Path::new(ld).exists() {
+        return skip(test, "no x86-64 glibc loader at /lib64");
+    }
+    let policy = env.policy("loader", "none", "");
+    let planted = format!("{}/true-copy", env.p("out"));
+    let script = format!(
+        "cp /usr/bin/true {planted} && chmod 755 {planted}; {ld} {planted}; echo planted=$?; {ld} /usr/bin/true; echo listed=$?"
+    );
+    let o = output_timeout(
+        &mut env.wrap("namespaces", &policy, &["sh", "-c", &script]),
+        std::time::Duration::from_secs(60),
+    );
+    let out = text(&o.stdout);
+    let err = text(&o.stderr);
+    assert!(out.contains("planted=127"), "{out}\n{err}");
+    assert!(err.contains("failed to map segment"), "{err}");
+    assert!(out.contains("listed=0"), "{out}\n{err}");
+}

@@ -218,6 +218,18 @@ fn bind_host_root(rootfs: &Path) -> Result<()> {
 /// `mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`: every submount of the
 /// host tree read-only at once, not just the top one.
 pub(super) fn set_recursive_readonly(path: &Path) -> Result<()> {
+    set_recursive_attrs(path, MOUNT_ATTR_RDONLY, "read-only")
+}
+
+/// `mount_setattr(2)` attributes.
+pub(super) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(super) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(super) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(super) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+
+/// Set `attrs` on the mount at `path` and every mount below it (`what`
+/// names them in the error).
+pub(super) fn set_recursive_attrs(path: &Path, attrs: u64, what: &str) -> Result<()> {
     #[repr(C)]
     struct MountAttr {
         attr_set: u64,
@@ -225,12 +237,11 @@ pub(super) fn set_recursive_readonly(path: &Path) -> Result<()> {
         propagation: u64,
         userns_fd: u64,
     }
-    const MOUNT_ATTR_RDONLY: u64 = 0x1;
     const AT_RECURSIVE: libc::c_uint = 0x8000;
     let c = CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| Failure::runtime("wrap: rootfs path contains NUL"))?;
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY,
+        attr_set: attrs,
         attr_clr: 0,
         propagation: 0,
         userns_fd: 0,
@@ -249,7 +260,7 @@ pub(super) fn set_recursive_readonly(path: &Path) -> Result<()> {
     };
     if rc != 0 {
         return Err(Failure::runtime(format!(
-            "wrap: mount_setattr(read-only) on {}: {}",
+            "wrap: mount_setattr({what}) on {}: {}",
             path.display(),
             std::io::Error::last_os_error()
         )));

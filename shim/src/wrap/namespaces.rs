@@ -275,6 +275,19 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
                 what: format!("read-only {p}"),
                 source: std::io::Error::other(e.message),
             })?;
+        } else {
+            // As spec-gen renders them for containers: nothing planted in a
+            // write path runs (not even through the loader, which maps it
+            // PROT_EXEC) unless the policy also lists it in `exec`.
+            super::container::set_recursive_attrs(
+                &dst,
+                write_attrs(policy, p),
+                "nosuid,nodev,noexec",
+            )
+            .map_err(|e| SetupError {
+                what: format!("write path {p}"),
+                source: std::io::Error::other(e.message),
+            })?;
         }
     }
 
@@ -287,6 +300,16 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
     })?;
     ctx(chdir("/").map_err(nix_io), || "chdir /".into())?;
     Ok(held)
+}
+
+/// nosuid and nodev on every write path; noexec unless an `exec` entry is
+/// the path, holds it or lies in it.
+fn write_attrs(policy: &Policy, path: &str) -> u64 {
+    use super::container::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID};
+    let under =
+        |a: &str, b: &str| a == b || a.starts_with(&format!("{}/", b.trim_end_matches('/')));
+    let runs = policy.exec.iter().any(|e| under(e, path) || under(path, e));
+    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | if runs { 0 } else { MOUNT_ATTR_NOEXEC }
 }
 
 /// Devices the minimal /dev already binds.
