@@ -35,6 +35,11 @@ fn net_enforcement(o: &mut String, p: &Policy, ports: &dyn Fn(&[u16]) -> String)
     } else {
         let _ = writeln!(o, "    no [net] rule on the host network: every socket family, UDP and raw socket works as for the host user");
     }
+    if p.unix {
+        let _ = writeln!(o, "    unix = true: unprivileged `sandboy wrap` may create UNIX sockets and so connect to any host socket the user can (ssh-agent, D-Bus, docker); Landlock restricts pathname sockets only from ABI 9");
+    } else {
+        let _ = writeln!(o, "    UNIX sockets under unprivileged `sandboy wrap`: refused (EACCES on socket(AF_UNIX); socketpair works), since below Landlock ABI 9 nothing else keeps the step from the user's host sockets; `unix = true` opens them");
+    }
 }
 
 fn list(items: &[String]) -> String {

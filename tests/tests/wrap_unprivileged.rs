@@ -267,17 +267,34 @@ fn leaked_fds_and_scopes_are_closed_in_both_tiers() {
             text(&o.stderr)
         );
 
-        let o = env.probe(tier, &pol, &["abstract-connect", &name]);
+        // UNIX sockets opened (`unix = true`), so the scope is what refuses.
+        let scoped = env.policy(&format!("scoped-{tier}"), ns_of(tier), "");
+        let body = fs::read_to_string(&scoped)
+            .unwrap()
+            .replace("[net]\n", "[net]\nunix = true\n");
+        fs::write(&scoped, body).unwrap();
+        let o = env.probe(tier, &scoped, &["abstract-connect", &name]);
         assert_probe(
             &o,
             false,
             &format!("{tier}: abstract socket outside, scoped"),
         );
+        // The landlock tier shares the host's network namespace, where the
+        // socket is: the scope refuses it (EPERM). The namespaces tier has its
+        // own, where nothing listens.
+        if *tier == "landlock" {
+            assert!(
+                text(&o.stdout).contains("EPERM"),
+                "not the scope: {}",
+                text(&o.stdout)
+            );
+        }
     }
     // Allowed counterpart: no scope, host network (landlock tier).
     let open = env.policy("noscope", "host", "");
     let text_policy = fs::read_to_string(&open)
         .unwrap()
+        .replace("[net]\n", "[net]\nunix = true\n")
         .replace("bind = [", "scope = []\nbind = [");
     fs::write(&open, text_policy).unwrap();
     let o = env.probe("landlock", &open, &["abstract-connect", &name]);
@@ -649,4 +666,35 @@ fn the_loader_cannot_run_a_planted_file_in_the_namespaces_tier() {
     assert!(out.contains("planted=127"), "{out}\n{err}");
     assert!(err.contains("failed to map segment"), "{err}");
     assert!(out.contains("listed=0"), "{out}\n{err}");
+}
+
+/// The user's own host sockets (ssh-agent, D-Bus, a rootless docker) are
+/// out of reach of an unprivileged step: below Landlock ABI 9 nothing
+/// scopes pathname UNIX sockets, so socket(AF_UNIX) is refused (EACCES) in
+/// both tiers; `[net] unix = true` opens them.
+#[test]
+fn unix_sockets_are_refused_unless_the_policy_opens_them() {
+    let Some(env) = Env::new("unix_sockets_are_refused_unless_the_policy_opens_them") else {
+        return;
+    };
+    for tier in TIERS {
+        if *tier == "namespaces" && !namespaces_work(&env) {
+            continue;
+        }
+        let closed = env.policy(&format!("unix-closed-{tier}"), ns_of(tier), "");
+        let o = env.probe(tier, &closed, &["socket", "1", "1", "0"]);
+        assert_probe(&o, false, &format!("{tier}: AF_UNIX socket"));
+        assert!(text(&o.stdout).contains("EACCES"), "{}", text(&o.stdout));
+        let open = env.policy(&format!("unix-open-{tier}"), ns_of(tier), "");
+        let body = fs::read_to_string(&open)
+            .unwrap()
+            .replace("[net]\n", "[net]\nunix = true\n");
+        fs::write(&open, body).unwrap();
+        let o = env.probe(tier, &open, &["socket", "1", "1", "0"]);
+        assert_probe(
+            &o,
+            true,
+            &format!("{tier}: AF_UNIX socket with unix = true"),
+        );
+    }
 }

@@ -120,6 +120,8 @@ pub struct Policy {
     pub bind: Vec<u16>,
     /// `[net] udp`: UDP ports opened (sorted, unique).
     pub udp: Vec<u16>,
+    /// `[net] unix`: host pathname UNIX sockets open to unprivileged wrap.
+    pub unix: bool,
     /// `[net] allow`, `deny`, `allow_cidr`.
     pub egress: Egress,
     pub scope: Vec<Scope>,

@@ -113,6 +113,9 @@ pub struct NetTable {
     pub bind: Option<Vec<PortNumber>>,
     /// UDP ports opened; none by default when any [net] rule is set.
     pub udp: Option<Vec<PortNumber>>,
+    /// `sandboy wrap` without root: pathname UNIX sockets on the host
+    /// (ssh-agent, D-Bus, a rootless docker) may be used; false by default.
+    pub unix: Option<bool>,
     /// Host names that may be reached, `host:port`.
     pub allow: Option<Vec<HostPortText>>,
     /// Host names never reached, `host:port`; checked before allow.

@@ -59,6 +59,7 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
         connect: net.connect,
         bind: net.bind,
         udp: net.udp,
+        unix: net.unix,
         egress: net.egress,
         scope: net.scope,
         default_deny: sys.default_deny,

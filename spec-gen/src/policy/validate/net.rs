@@ -17,6 +17,7 @@ pub(super) struct Net {
     pub connect: Vec<u16>,
     pub bind: Vec<u16>,
     pub udp: Vec<u16>,
+    pub unix: bool,
     pub scope: Vec<Scope>,
     pub egress: Egress,
 }
@@ -39,6 +40,7 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
     let connect = ports(&mut t, d, "connect", "TCP");
     let bind = ports(&mut t, d, "bind", "TCP");
     let udp = ports(&mut t, d, "udp", "UDP");
+    let unix = t.bool(d, "unix").is_some_and(|b| *b.get_ref());
     let scope = scopes(&mut t, d);
     let egress = Egress {
         allow: rules(&mut t, d, "allow", HostRule::parse),
@@ -61,6 +63,7 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
         connect,
         bind,
         udp,
+        unix,
         scope,
         egress,
     }
