@@ -52,3 +52,7 @@ if [ -x "$repo/bench/wasm.sh" ]; then
   echo "== OCI-wasm adapter start (cold/warm) vs native"
   bash "$repo/bench/wasm.sh" "$sandboy"
 fi
+
+echo
+echo "== sandboy adapt: warm vs the wasm host directly, cold, unprivileged, MiB/s"
+python3 "$repo/bench/adapt.py" "$sandboy" "$repo" "${BENCH_ADAPT_N:-20}"

@@ -487,30 +487,6 @@ fn all_reports_failing_tools_and_keeps_the_others() {
     assert_nothing_left(&rt);
 }
 
-/// An installed layout in `dir`: bin/sandboy, share/sandboy/{adapters.toml,
-/// components/}, all readable by everyone.
-fn mini_install(dir: &TempDir, user: &TestUser) -> PathBuf {
-    let bin = user.reachable_copy(&sandboy_bin(), dir);
-    let share = dir.path().join("share/sandboy/components");
-    fs::create_dir_all(&share).unwrap();
-    fs::copy(
-        repo().join("components/adapters.toml"),
-        dir.path().join("share/sandboy/adapters.toml"),
-    )
-    .unwrap();
-    for c in ["infersharp.wasm", "passthrough.wasm"] {
-        fs::copy(components_dir().join(c), share.join(c)).unwrap();
-    }
-    for p in ["share", "share/sandboy", "share/sandboy/components"] {
-        Command::new("chmod")
-            .arg("755")
-            .arg(dir.path().join(p))
-            .status()
-            .unwrap();
-    }
-    bin
-}
-
 #[test]
 fn unprivileged_adapt_validates_and_warms_the_user_cache() {
     let t = "unprivileged_adapt_validates_and_warms_the_user_cache";
