@@ -52,7 +52,8 @@ fn adapt(rt: &Runtime, args: &[&str]) -> Output {
 fn schema(test: &str) -> Option<PathBuf> {
     static SCHEMA: OnceLock<Option<PathBuf>> = OnceLock::new();
     let found = SCHEMA.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("sandboy-sarif-schema-{}", std::process::id()));
+        // Kept in the target directory: fetched once, reused by later runs.
+        let dir = target_dir().join("sarif-schema");
         fs::create_dir_all(dir.join("src")).unwrap();
         fs::write(
             dir.join("Cargo.toml"),
