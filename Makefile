@@ -67,10 +67,21 @@ bench: deps components probes
 soak: build
 	SANDBOY=$(CARGO_TARGET_DIR)/debug/sandboy python3 tests/soak/soak.py
 
-install: deps
-	cargo build --release -p sandboy -p sandboy-spec-gen
-	install -m 0755 $(CARGO_TARGET_DIR)/release/sandboy /usr/local/bin/sandboy
-	install -m 0755 $(CARGO_TARGET_DIR)/release/sandboy-spec-gen /usr/local/bin/sandboy-spec-gen
+# PREFIX (default /usr/local): binaries in $(PREFIX)/bin, the adapter
+# registry, components and policy in $(PREFIX)/share/sandboy (docs/adapt.md).
+# INSTALL_PROFILE=debug installs the dev build instead (no release build;
+# built like `make build`, so the test build's features are reused).
+PREFIX ?= /usr/local
+INSTALL_PROFILE ?= release
+SHARE := $(PREFIX)/share/sandboy
+install: deps components
+	cargo build --workspace --bins $(if $(filter release,$(INSTALL_PROFILE)),--release,--tests)
+	install -d $(PREFIX)/bin $(SHARE)/components $(SHARE)/policies
+	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy $(PREFIX)/bin/sandboy
+	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy-spec-gen $(PREFIX)/bin/sandboy-spec-gen
+	install -m 0644 components/adapters.toml $(SHARE)/adapters.toml
+	install -m 0644 $(CARGO_TARGET_DIR)/components/infersharp.wasm $(CARGO_TARGET_DIR)/components/passthrough.wasm $(SHARE)/components/
+	install -m 0644 policies/ownaudit-adapter.toml $(SHARE)/policies/ownaudit-adapter.toml
 
 clean:
 	cargo clean

@@ -61,3 +61,7 @@ echo
 echo "== egress gateway: download, added latency, run+delete with [net] allow"
 unshare -m --propagation private python3 "$repo/bench/egress.py" "$sandboy" "$specgen" \
   "$repo/bundles/busybox.sh" "${BENCH_EGRESS_N:-20}"
+
+echo
+echo "== sandboy adapt: warm vs the wasm host directly, cold, unprivileged, MiB/s"
+python3 "$repo/bench/adapt.py" "$sandboy" "$repo" "${BENCH_ADAPT_N:-20}"

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cli        flags, one module per subcommand, output and logging setup
+//!  └─> adapt       `sandboy adapt`: an analyzer's output to SARIF through its confined adapter
 //!  └─> wrap        `sandboy wrap`: a temporary bundle as root, else the landlock/namespaces tiers
 //!  └─> container   operations on libcontainer (create, run, exec, signal, delete)
 //!       ├─> init        what runs in the container's init: confinement, payload
@@ -19,6 +20,7 @@
 //! Confinement (`sandboy-confine`), the WebAssembly host (`sandboy-wasm`) and
 //! the policy model (`sandboy-spec-gen`) are crates below all of these.
 
+mod adapt;
 mod cgroups;
 mod cli;
 mod container;
@@ -55,8 +57,15 @@ fn main() {
     let container = match &command {
         Command::Create(_) | Command::Run(_) | Command::Exec(_) => true,
         Command::Wrap(_) => wrap::needs_runtime(),
+        // One run as root makes a container; --all, --list and the confined
+        // host only start children or read files.
+        Command::Adapt(a) => wrap::needs_runtime() && a.all.is_none() && !a.list && !a.inner_host,
+        Command::Audit(_) => false,
         _ => false,
     };
+    if matches!(command, Command::Adapt(_) | Command::Audit(_)) {
+        adapt::registry::remember_exe();
+    }
     if container {
         // These also attach a process to cgroups: start the kernel's wait
         // for that before the re-exec, so the two overlap.

@@ -6,6 +6,7 @@
 //! machine calls [`skip`], which prints `SKIPPED: <reason>` and records it so
 //! `make test` reports the count; it never passes silently.
 
+pub mod adapters;
 pub mod egress;
 
 use std::fs;
@@ -734,4 +735,25 @@ impl Drop for TestUser {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// For the adapt suites: an installed layout in `dir` (bin/sandboy,
+/// share/sandboy/{adapters.toml, components/}), readable by everyone.
+pub fn mini_install(dir: &TempDir, user: &TestUser) -> PathBuf {
+    let bin = user.reachable_copy(&sandboy_bin(), dir);
+    let share = dir.path().join("share/sandboy/components");
+    std::fs::create_dir_all(&share).unwrap();
+    std::fs::copy(
+        repo().join("components/adapters.toml"),
+        dir.path().join("share/sandboy/adapters.toml"),
+    )
+    .unwrap();
+    for c in ["infersharp.wasm", "passthrough.wasm"] {
+        std::fs::copy(components_dir().join(c), share.join(c)).unwrap();
+    }
+    for p in ["share", "share/sandboy", "share/sandboy/components"] {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir.path().join(p), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
 }

@@ -102,3 +102,66 @@ fn readme_podman_quick_start_runs_verbatim_as_root() {
     assert!(err.contains("/root/x: Permission denied"), "{err}");
     assert!(!err.contains("Error:"), "podman failed: {err}");
 }
+
+#[test]
+fn readme_adapt_quick_start_runs_verbatim_as_an_ordinary_user() {
+    let test = "readme_adapt_quick_start_runs_verbatim_as_an_ordinary_user";
+    if !["infersharp.wasm", "passthrough.wasm"]
+        .iter()
+        .all(|c| sandboy_tests::components_dir().join(c).is_file())
+    {
+        sandboy_tests::skip(test, "components not built (make components)");
+        return;
+    }
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let block = quickstart_block(&readme, "<!-- quickstart:adapt");
+    // "After make install": bin/ and share/sandboy/ side by side; "from
+    // this checkout": its test data in the user's home.
+    let dir = TempDir::new("readme-adapt");
+    let bin = sandboy_tests::mini_install(&dir, &user);
+    let checkout = std::path::PathBuf::from(format!("/home/{}/checkout", user.name));
+    let data = checkout.join("components/testdata");
+    fs::create_dir_all(&data).unwrap();
+    for f in ["infersharp-report.json", "roslyn.sarif", "codeql.sarif"] {
+        fs::copy(repo().join("components/testdata").join(f), data.join(f)).unwrap();
+    }
+    for p in [&checkout, &checkout.join("components"), &data] {
+        user.chown(p);
+    }
+    let path = format!(
+        "{}:/usr/bin:/bin:/usr/sbin:/sbin",
+        bin.parent().unwrap().display()
+    );
+    let o = user
+        .cmd("sh")
+        .arg("-c")
+        .arg(format!("set -e\n{block}"))
+        .current_dir(&checkout)
+        .env("PATH", path)
+        .env_remove("SANDBOY_REGISTRY")
+        .env_remove("SANDBOY_COMPONENTS")
+        .output()
+        .unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "quick start failed: {out}\n{err}");
+    assert!(
+        out.contains("codeql\t") && out.contains("db-build -> analyze"),
+        "{out}"
+    );
+    let one: serde_json::Value =
+        serde_json::from_slice(&fs::read(checkout.join("infersharp.sarif")).unwrap()).unwrap();
+    assert_eq!(one["runs"][0]["results"].as_array().unwrap().len(), 4);
+    let all: serde_json::Value =
+        serde_json::from_slice(&fs::read(checkout.join("audit.sarif")).unwrap()).unwrap();
+    let tools: Vec<&str> = all["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["properties"]["sandboy"]["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["roslyn", "codeql"]);
+    assert!(err.contains("adapt: roslyn: 2 results"), "{err}");
+}

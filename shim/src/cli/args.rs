@@ -152,6 +152,10 @@ pub enum Command {
     Restore(Passthrough),
     /// Run a command confined by a policy, on the host's own filesystem.
     Wrap(Wrap),
+    /// Convert an analyzer's output to validated SARIF through its adapter component.
+    Adapt(Adapt),
+    /// Alias of `adapt --all DIR`.
+    Audit(Audit),
     /// The node's named policies (the node configuration's policy_dir).
     #[command(subcommand)]
     Policy(PolicyCmd),
@@ -436,4 +440,68 @@ pub struct Wrap {
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Adapt {
+    #[command(flatten)]
+    pub common: AdaptCommon,
+    /// An input: NAME=PATH (the name the component looks for, e.g. report.json).
+    #[arg(long, value_name = "NAME=PATH")]
+    pub artifact: Vec<String>,
+    /// The tool's standard output, as an input.
+    #[arg(long, value_name = "FILE")]
+    pub stdout: Option<PathBuf>,
+    /// The tool's standard error, as an input.
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// Adapter options (passed to the component as bytes).
+    #[arg(long, value_name = "FILE")]
+    pub options: Option<PathBuf>,
+    /// Run this component instead of the registry's (still zero imports, still validated).
+    #[arg(long, value_name = "FILE")]
+    pub component: Option<PathBuf>,
+    /// Every adapter whose input is in DIR, merged into one SARIF log.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["artifact", "component", "list"])]
+    pub all: Option<PathBuf>,
+    /// Show the registry: tools, components, sha256, inputs, phases.
+    #[arg(long)]
+    pub list: bool,
+    /// Internal: run as the already confined wasm host.
+    #[arg(long, hide = true)]
+    pub inner_host: bool,
+    /// Internal: the compile cache of the confined host.
+    #[arg(long, hide = true)]
+    pub cache: Option<PathBuf>,
+    /// Internal: the confined host's limits (dev.sandboy.wasm.limits JSON).
+    #[arg(long, hide = true)]
+    pub limits: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Audit {
+    /// The directory holding the tools' outputs.
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub common: AdaptCommon,
+}
+
+/// The flags `adapt` and `audit` share.
+#[derive(Args, Debug)]
+pub struct AdaptCommon {
+    /// The tool whose output to convert (see --list); with --all, only these tools.
+    #[arg(long)]
+    pub tool: Vec<String>,
+    /// Write the SARIF here (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The registry (default: $SANDBOY_REGISTRY, else <exe>/../share/sandboy/adapters.toml).
+    #[arg(long, value_name = "FILE")]
+    pub registry: Option<PathBuf>,
+    /// The components directory (default: $SANDBOY_COMPONENTS, else components/ beside the registry).
+    #[arg(long, value_name = "DIR")]
+    pub components: Option<PathBuf>,
+    /// An adapter policy instead of the built-in ownaudit-adapter one.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }

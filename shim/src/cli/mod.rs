@@ -4,6 +4,7 @@
 //! Failures travel up as [`crate::error::Failure`], which `main` maps to exit
 //! codes in one place.
 
+mod adapt;
 pub mod args;
 mod cause;
 mod create;
@@ -76,6 +77,8 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
             run::summary(&ran, report.as_deref());
             Ok(ran.status)
         }
+        Command::Adapt(a) => adapt::run(global, rt, a),
+        Command::Audit(a) => adapt::audit(global, a),
     }
 }
 

@@ -219,3 +219,25 @@ pub fn tiers_available() -> Vec<&'static str> {
     }
     tiers
 }
+
+/// Runs `command` under `policy` in the unprivileged tier `auto` picks, with
+/// an environment of the policy's alone (for `adapt`'s confined wasm host).
+/// The landlock tier has no network namespace: there the policy's empty
+/// `[net] connect`/`bind` (Landlock's TCP rules) stand for `namespace = "none"`.
+pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<i32> {
+    let tier = direct::choose(Isolation::Auto)?;
+    if tier == direct::Tier::Landlock && policy.net_namespace == NetNamespace::None {
+        policy.net_namespace = NetNamespace::Host;
+    }
+    direct::run(
+        policy,
+        direct::Request {
+            id,
+            command,
+            clear_env: true,
+            tier,
+            // The wasm host writes only its output, through stdout.
+            dry_run: false,
+        },
+    )
+}

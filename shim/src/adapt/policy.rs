@@ -1,0 +1,77 @@
+//! The policy an adapter runs under: `policies/ownaudit-adapter.toml`
+//! (built in), or another adapter policy given with `--policy`. Its
+//! `[[mount]]` tables describe the example bundle's input; `adapt` binds
+//! the real inputs itself, so they are dropped before the policy is read.
+
+use std::path::Path;
+
+use sandboy_spec_gen::policy::Policy;
+use sandboy_wasm::Limits;
+
+use crate::error::{Failure, Result};
+
+const BUILT_IN: &str = include_str!("../../../policies/ownaudit-adapter.toml");
+
+/// The adapter policy, without its `[[mount]]` tables.
+pub fn load(file: Option<&Path>) -> Result<Policy> {
+    let (src, name) = match file {
+        Some(f) => (
+            std::fs::read_to_string(f)
+                .map_err(|e| Failure::usage(format!("adapt: --policy {}: {e}", f.display())))?,
+            f.display().to_string(),
+        ),
+        None => (BUILT_IN.to_string(), "ownaudit-adapter.toml".to_string()),
+    };
+    let policy = Policy::parse(&without_mounts(&src), &name, Path::new("/"))
+        .map_err(|e| Failure::config(e.to_string()))?;
+    if !policy.is_wasm() {
+        return Err(Failure::config(format!(
+            "{name}: not an adapter policy: its [process] args[0] is not a .wasm component"
+        )));
+    }
+    Ok(policy)
+}
+
+/// The policy's `[wasm]` limits over the defaults.
+pub fn limits(policy: &Policy) -> Result<Limits> {
+    policy
+        .wasm
+        .as_ref()
+        .map_or(Ok(Limits::default()), Limits::from_wasm_limits)
+        .map_err(|e| Failure::config(format!("{}: {e}", policy.file)))
+}
+
+/// Drops every `[[mount]]` table (up to the next table header). Lines keep
+/// their numbers (blanked, not removed), so diagnostics still point right.
+fn without_mounts(src: &str) -> String {
+    let mut skip = false;
+    src.lines()
+        .map(|line| {
+            let head = line.trim_start();
+            if head.starts_with('[') {
+                skip = head.starts_with("[[mount]]");
+            }
+            if skip {
+                ""
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_policy_loads_without_its_example_mount() {
+        let p = load(None).unwrap();
+        assert!(p.mounts.is_empty());
+        assert_eq!(p.read, ["/adapters", "/in"]);
+        let l = limits(&p).unwrap();
+        assert_eq!(l.max_input, 64 << 20);
+        assert_eq!(l.max_results, 10_000);
+    }
+}

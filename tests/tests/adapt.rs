@@ -1,0 +1,752 @@
+//! `sandboy adapt`: an analyzer's output through its adapter component to
+//! SARIF 2.1.0 that validates against the official OASIS schema (shipped
+//! by the `serde-sarif` crate, fetched into cargo's cache), as root (an
+//! OCI-wasm container) and as an unprivileged user (the wrap tiers);
+//! `--all` merging; hostile components; an installed tree; bad input.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use sandboy_tests::adapters::{adapter_component, adapter_core, component_from_core};
+use sandboy_tests::*;
+use serde_json::Value;
+
+fn testdata(name: &str) -> PathBuf {
+    repo().join("components/testdata").join(name)
+}
+
+/// (tool, artifact name, fixture, results expected).
+const FIXTURES: [(&str, &str, &str, usize); 3] = [
+    ("infersharp", "report.json", "infersharp-report.json", 4),
+    ("roslyn", "report.sarif", "roslyn.sarif", 2),
+    ("codeql", "report.sarif", "codeql.sarif", 1),
+];
+
+fn have_components(test: &str) -> bool {
+    let ok = ["infersharp.wasm", "passthrough.wasm"]
+        .iter()
+        .all(|c| components_dir().join(c).is_file());
+    if !ok {
+        skip(test, "components not built (make components)");
+    }
+    ok
+}
+
+/// `sandboy --root R adapt ARGS` with the checkout's registry and components.
+fn adapt(rt: &Runtime, args: &[&str]) -> Output {
+    capture(
+        rt.cmd()
+            .arg("adapt")
+            .args(args)
+            .env("SANDBOY_REGISTRY", repo().join("components/adapters.toml"))
+            .env("SANDBOY_COMPONENTS", components_dir()),
+    )
+}
+
+/// The official SARIF 2.1.0 schema, from the `serde-sarif` 0.8.0 crate
+/// (its src/schema.json is the OASIS sarif-schema-2.1.0.json): fetched by
+/// cargo into its cache and read from the .crate archive. `None` (a skip)
+/// when cargo cannot fetch it.
+fn schema(test: &str) -> Option<PathBuf> {
+    static SCHEMA: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let found = SCHEMA.get_or_init(|| {
+        // Kept in the target directory: fetched once, reused by later runs.
+        let dir = target_dir().join("sarif-schema");
+        fs::create_dir_all(dir.join("src")).unwrap();
+        fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"sarif-schema-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+             [dependencies]\nserde-sarif = \"=0.8.0\"\n[workspace]\n",
+        )
+        .unwrap();
+        fs::write(dir.join("src/lib.rs"), "").unwrap();
+        let fetched = Command::new("cargo").arg("fetch").current_dir(&dir).output().ok()?;
+        if !fetched.status.success() {
+            return None;
+        }
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+        let krate = fs::read_dir(home.join("registry/cache"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("serde-sarif-0.8.0.crate"))
+            .find(|p| p.is_file())?;
+        let out = dir.join("sarif-schema-2.1.0.json");
+        let o = Command::new("python3")
+            .args(["-c", "import sys,tarfile; t=tarfile.open(sys.argv[1]); open(sys.argv[2],'wb').write(t.extractfile('serde-sarif-0.8.0/src/schema.json').read())"])
+            .arg(&krate)
+            .arg(&out)
+            .output()
+            .ok()?;
+        o.status.success().then_some(out)
+    });
+    if found.is_none() {
+        skip(
+            test,
+            "cannot fetch the serde-sarif crate (the SARIF 2.1.0 schema) with cargo",
+        );
+    }
+    found.clone()
+}
+
+/// Validates `doc` against the schema with python3-jsonschema.
+fn assert_valid_sarif(schema: &Path, doc: &Path) {
+    let o = capture(Command::new("python3").args([
+        "-c",
+        "import json,sys,jsonschema; s=json.load(open(sys.argv[1])); jsonschema.Draft7Validator.check_schema(s); \
+         jsonschema.Draft7Validator(s).validate(json.load(open(sys.argv[2])))",
+    ]).arg(schema).arg(doc));
+    assert!(
+        o.status.success(),
+        "{} does not validate: {}",
+        doc.display(),
+        text(&o.stderr)
+    );
+}
+
+fn sha256_of(p: &Path) -> String {
+    let o = capture(Command::new("sha256sum").arg(p));
+    text(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+/// Nothing of a run left: no temporary bundle, no container state.
+fn assert_nothing_left(rt: &Runtime) {
+    let adapt_dir = rt.root.path().join(".adapt");
+    let left: Vec<_> = fs::read_dir(&adapt_dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let states: Vec<_> = fs::read_dir(rt.root.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    assert!(states.is_empty(), "container state left: {states:?}");
+    assert!(mounts_mentioning(&rt.root.path().display().to_string()).is_empty());
+}
+
+fn check_log(doc: &Value, tool: &str, results: usize, component: &Path) {
+    assert_eq!(doc["version"], "2.1.0");
+    let run = &doc["runs"][0];
+    assert_eq!(run["results"].as_array().unwrap().len(), results, "{tool}");
+    assert_eq!(run["properties"]["sandboy"]["tool"], tool);
+    assert_eq!(
+        run["properties"]["sandboy"]["component_sha256"],
+        sha256_of(component).as_str()
+    );
+}
+
+#[test]
+fn root_adapt_of_infersharp_roslyn_codeql_validates_against_the_sarif_schema() {
+    let t = "root_adapt_of_infersharp_roslyn_codeql_validates_against_the_sarif_schema";
+    if !need_root(t) || !have_components(t) {
+        return;
+    }
+    let Some(schema) = schema(t) else { return };
+    let rt = Runtime::sandboy();
+    let out = TempDir::new("adapt-out");
+    for (tool, artifact, file, n) in FIXTURES {
+        let o_path = out.path().join(format!("{tool}.sarif"));
+        let flag = format!("{artifact}={}", testdata(file).display());
+        let o = adapt(
+            &rt,
+            &[
+                "--tool",
+                tool,
+                "--artifact",
+                &flag,
+                "-o",
+                o_path.to_str().unwrap(),
+            ],
+        );
+        assert_exit(&o, 0);
+        assert_valid_sarif(&schema, &o_path);
+        let comp = if tool == "infersharp" {
+            "infersharp.wasm"
+        } else {
+            "passthrough.wasm"
+        };
+        check_log(&read_json(&o_path), tool, n, &components_dir().join(comp));
+        assert_nothing_left(&rt);
+    }
+    // Without -o the log goes to stdout; the same document.
+    let flag = format!(
+        "report.json={}",
+        testdata("infersharp-report.json").display()
+    );
+    let o = adapt(&rt, &["--tool", "infersharp", "--artifact", &flag]);
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc, read_json(&out.path().join("infersharp.sarif")));
+    // --component: the same component from outside the registry.
+    let comp = components_dir().join("passthrough.wasm");
+    let flag = format!("report.sarif={}", testdata("roslyn.sarif").display());
+    let o = adapt(
+        &rt,
+        &[
+            "--tool",
+            "mine",
+            "--component",
+            comp.to_str().unwrap(),
+            "--artifact",
+            &flag,
+        ],
+    );
+    assert_exit(&o, 0);
+    check_log(
+        &serde_json::from_slice(&o.stdout).unwrap(),
+        "mine",
+        2,
+        &comp,
+    );
+}
+
+#[test]
+fn list_shows_tools_components_sha256_and_phases() {
+    let t = "list_shows_tools_components_sha256_and_phases";
+    if !have_components(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let o = adapt(&rt, &["--list"]);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    let sha = sha256_of(&components_dir().join("infersharp.wasm"));
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("infersharp\t") && l.contains(&sha)),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("codeql\t") && l.ends_with("db-build -> analyze")),
+        "{out}"
+    );
+}
+
+/// A directory with the three tools' outputs under the registry's names.
+fn audit_dir() -> TempDir {
+    let d = TempDir::new("audit");
+    fs::create_dir(d.path().join("infersharp")).unwrap();
+    fs::copy(
+        testdata("infersharp-report.json"),
+        d.path().join("infersharp/report.json"),
+    )
+    .unwrap();
+    fs::copy(testdata("roslyn.sarif"), d.path().join("roslyn.sarif")).unwrap();
+    fs::copy(testdata("codeql.sarif"), d.path().join("codeql.sarif")).unwrap();
+    d
+}
+
+fn tools_of(doc: &Value) -> Vec<String> {
+    doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["properties"]["sandboy"]["tool"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn all_merges_one_run_per_tool_and_skips_absent_inputs() {
+    let t = "all_merges_one_run_per_tool_and_skips_absent_inputs";
+    if !need_root(t) || !have_components(t) {
+        return;
+    }
+    let Some(schema) = schema(t) else { return };
+    let rt = Runtime::sandboy();
+    let dir = audit_dir();
+    let merged = dir.path().join("merged.sarif");
+    let o = adapt(
+        &rt,
+        &[
+            "--all",
+            dir.path().to_str().unwrap(),
+            "-o",
+            merged.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 0);
+    assert_valid_sarif(&schema, &merged);
+    let doc = read_json(&merged);
+    assert_eq!(tools_of(&doc), ["infersharp", "roslyn", "codeql"]);
+    for run in doc["runs"].as_array().unwrap() {
+        assert_eq!(run["invocations"][0]["executionSuccessful"], true);
+    }
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("adapt: infersharp: 4 results, 3 rules,"),
+        "{err}"
+    );
+    assert!(err.contains("adapt: codeql: 1 results, 1 rules,"), "{err}");
+    // `audit DIR` is the same, and one input fewer is one run fewer.
+    fs::remove_file(dir.path().join("roslyn.sarif")).unwrap();
+    let o = capture(
+        rt.cmd()
+            .args(["audit", dir.path().to_str().unwrap()])
+            .env("SANDBOY_REGISTRY", repo().join("components/adapters.toml"))
+            .env("SANDBOY_COMPONENTS", components_dir()),
+    );
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(tools_of(&doc), ["infersharp", "codeql"]);
+    assert_nothing_left(&rt);
+}
+
+/// The built-in adapter policy with tight `[wasm]` limits (and `extra`
+/// replacing keys of it), written into `dir`.
+fn tight_policy(dir: &Path, max_input: &str) -> PathBuf {
+    let src = fs::read_to_string(repo().join("policies/ownaudit-adapter.toml")).unwrap();
+    let head = &src[..src.find("[wasm]").unwrap()];
+    let p = dir.join("tight.toml");
+    fs::write(
+        &p,
+        format!(
+            "{head}[wasm]\nfuel = 20_000_000\ndeadline = \"10s\"\nmemory = \"8MiB\"\nmax_input = \"{max_input}\"\nmax_output = \"64KiB\"\nmax_results = 5\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+const ONE_RESULT: &[u8] = br#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x"}},"results":[{"message":{"text":"a"}}]}]}"#;
+
+/// (name, component bytes, exit status, what stderr must name).
+fn hostile() -> Vec<(&'static str, Vec<u8>, i32, &'static str)> {
+    let importing = adapter_core(ONE_RESULT, false, "(call $log (i32.const 0) (i32.const 0))")
+        .replace(
+            "(module\n",
+            "(module\n  (import \"test:bad/host\" \"log\" (func $log (param i32 i32)))\n",
+        );
+    let wit = "package test:bad;\ninterface host { log: func(msg: string); }\nworld bad-adapter { import host; include ownaudit:adapter/adapter@0.1.0; }";
+    let big = vec![b' '; 100 << 10];
+    // One result more than the tight policy's max_results (5).
+    let six = format!(
+        r#"{{"version":"2.1.0","runs":[{{"tool":{{"driver":{{"name":"x"}}}},"results":[{}]}}]}}"#,
+        [r#"{"message":{"text":"r"}}"#; 6].join(",")
+    );
+    vec![
+        ("loop", adapter_component(ONE_RESULT, false, "(loop $l (br $l))"), 137, "fuel"),
+        (
+            "bomb",
+            adapter_component(ONE_RESULT, false, "(loop $l (br_if $l (i32.ne (memory.grow (i32.const 16)) (i32.const -1)))) unreachable"),
+            137,
+            "memory",
+        ),
+        ("big", adapter_component(&big, false, ""), 1, "max_output"),
+        ("many", adapter_component(six.as_bytes(), false, ""), 1, "max_results"),
+        ("notsarif", adapter_component(b"hello, not SARIF", false, ""), 1, "not SARIF"),
+        ("importing", component_from_core(&importing, Some(wit), "bad-adapter"), 2, "zero imports"),
+    ]
+}
+
+#[test]
+fn hostile_components_are_refused_with_the_limit_named() {
+    let t = "hostile_components_are_refused_with_the_limit_named";
+    if !need_root(t) || !have_components(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let dir = TempDir::new("hostile");
+    let policy = tight_policy(dir.path(), "1MiB");
+    let input = dir.path().join("in.json");
+    fs::write(&input, b"{}").unwrap();
+    let flag = format!("x={}", input.display());
+    for (name, bytes, code, named) in hostile() {
+        let comp = dir.path().join(format!("{name}.wasm"));
+        fs::write(&comp, bytes).unwrap();
+        let out = dir.path().join(format!("{name}.sarif"));
+        let o = adapt(
+            &rt,
+            &[
+                "--policy",
+                policy.to_str().unwrap(),
+                "--tool",
+                name,
+                "--component",
+                comp.to_str().unwrap(),
+                "--artifact",
+                &flag,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_exit(&o, code);
+        assert!(
+            text(&o.stderr).contains(named),
+            "{name}: {}",
+            text(&o.stderr)
+        );
+        assert!(!out.exists(), "{name}: no output on failure");
+        assert_nothing_left(&rt);
+    }
+    // Counterpart: a well-behaved WAT component under the same policy.
+    let comp = dir.path().join("good.wasm");
+    fs::write(&comp, adapter_component(ONE_RESULT, false, "")).unwrap();
+    let o = adapt(
+        &rt,
+        &[
+            "--policy",
+            policy.to_str().unwrap(),
+            "--tool",
+            "good",
+            "--component",
+            comp.to_str().unwrap(),
+            "--artifact",
+            &flag,
+        ],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn all_reports_failing_tools_and_keeps_the_others() {
+    let t = "all_reports_failing_tools_and_keeps_the_others";
+    if !need_root(t) || !have_components(t) {
+        return;
+    }
+    let Some(schema) = schema(t) else { return };
+    let rt = Runtime::sandboy();
+    let dir = audit_dir();
+    let comps = TempDir::new("hostile-comps");
+    for c in ["infersharp.wasm", "passthrough.wasm"] {
+        fs::copy(components_dir().join(c), comps.path().join(c)).unwrap();
+    }
+    let mut registry = fs::read_to_string(repo().join("components/adapters.toml")).unwrap();
+    for (name, bytes, _, _) in hostile()
+        .into_iter()
+        .filter(|h| ["loop", "notsarif"].contains(&h.0))
+    {
+        fs::write(comps.path().join(format!("{name}.wasm")), bytes).unwrap();
+        fs::write(dir.path().join(format!("{name}.json")), b"{}").unwrap();
+        registry.push_str(&format!(
+            "\n[[adapter]]\ntool = \"{name}\"\ncomponent = \"{name}.wasm\"\ninputs = [\"x\"]\nartifact = \"x\"\nfiles = [\"{name}.json\"]\noutput = \"sarif-2.1.0\"\n"
+        ));
+    }
+    let reg = comps.path().join("adapters.toml");
+    fs::write(&reg, registry).unwrap();
+    let policy = tight_policy(comps.path(), "1MiB");
+    let merged = dir.path().join("merged.sarif");
+    let o = capture(rt.cmd().args([
+        "adapt",
+        "--all",
+        dir.path().to_str().unwrap(),
+        "--registry",
+        reg.to_str().unwrap(),
+        "--components",
+        comps.path().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]));
+    assert_exit(&o, 137);
+    assert_valid_sarif(&schema, &merged);
+    let doc = read_json(&merged);
+    assert_eq!(
+        tools_of(&doc),
+        ["infersharp", "roslyn", "codeql", "loop", "notsarif"]
+    );
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["results"].as_array().unwrap().len(), 4);
+    for (i, ok, named) in [(2, true, ""), (3, false, "fuel"), (4, false, "not SARIF")] {
+        let inv = &runs[i]["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], ok, "run {i}");
+        if !ok {
+            let msg = inv["toolExecutionNotifications"][0]["message"]["text"]
+                .as_str()
+                .unwrap();
+            assert!(msg.contains(named), "run {i}: {msg}");
+        }
+    }
+    let err = text(&o.stderr);
+    assert!(err.contains("adapt: loop: FAILED (exit 137)"), "{err}");
+    assert_nothing_left(&rt);
+}
+
+#[test]
+fn unprivileged_adapt_validates_and_warms_the_user_cache() {
+    let t = "unprivileged_adapt_validates_and_warms_the_user_cache";
+    if !have_components(t) {
+        return;
+    }
+    let Some(user) = TestUser::create(t) else {
+        return;
+    };
+    let Some(schema) = schema(t) else { return };
+    let inst = TempDir::new("adapt-user");
+    let bin = mini_install(&inst, &user);
+    let work = inst.path().join("work");
+    fs::create_dir(&work).unwrap();
+    for (_, _, file, _) in FIXTURES {
+        fs::copy(testdata(file), work.join(file)).unwrap();
+    }
+    user.chown(&work);
+    let home = PathBuf::from(format!("/home/{}", user.name));
+    for (tool, artifact, file, n) in FIXTURES {
+        let out = work.join(format!("{tool}.sarif"));
+        let o = capture(
+            user.cmd(&bin)
+                .args([
+                    "adapt",
+                    "--tool",
+                    tool,
+                    "--artifact",
+                    &format!("{artifact}={file}"),
+                    "-o",
+                ])
+                .arg(&out)
+                .current_dir(&work)
+                .env_remove("SANDBOY_REGISTRY")
+                .env_remove("SANDBOY_COMPONENTS"),
+        );
+        assert_exit(&o, 0);
+        assert_valid_sarif(&schema, &out);
+        let comp = if tool == "infersharp" {
+            "infersharp.wasm"
+        } else {
+            "passthrough.wasm"
+        };
+        check_log(
+            &read_json(&out),
+            tool,
+            n,
+            &inst.path().join("share/sandboy/components").join(comp),
+        );
+    }
+    let cache = home.join(".cache/sandboy/wasm");
+    assert_eq!(
+        fs::read_dir(&cache).unwrap().count(),
+        2,
+        "one compiled file per component in {}",
+        cache.display()
+    );
+    // The confined host reads only what it was given: an input the user
+    // cannot read is refused before anything runs (exit 2).
+    let secret = inst.path().join("secret.json");
+    fs::copy(testdata("infersharp-report.json"), &secret).unwrap();
+    Command::new("chmod")
+        .arg("600")
+        .arg(&secret)
+        .status()
+        .unwrap();
+    let o = capture(
+        user.cmd(&bin)
+            .args(["adapt", "--tool", "infersharp", "--artifact"])
+            .arg(format!("report.json={}", secret.display()))
+            .current_dir(&work),
+    );
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("cannot read: Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
+    // A hostile component is stopped as it is as root.
+    let comp = work.join("loop.wasm");
+    fs::write(
+        &comp,
+        adapter_component(ONE_RESULT, false, "(loop $l (br $l))"),
+    )
+    .unwrap();
+    let policy = tight_policy(&work, "1MiB");
+    user.chown(&comp);
+    user.chown(&policy);
+    let o = capture(
+        user.cmd(&bin)
+            .args([
+                "adapt",
+                "--policy",
+                "tight.toml",
+                "--tool",
+                "loop",
+                "--component",
+                "loop.wasm",
+                "--artifact",
+                "x=roslyn.sarif",
+            ])
+            .current_dir(&work),
+    );
+    assert_exit(&o, 137);
+    assert!(text(&o.stderr).contains("fuel"), "{}", text(&o.stderr));
+    // --all works unprivileged too.
+    let o = capture(
+        user.cmd(&bin)
+            .args(["adapt", "--all", "."])
+            .current_dir(&work),
+    );
+    assert_exit(&o, 0);
+}
+
+#[test]
+fn adapt_works_from_an_installed_tree() {
+    let t = "adapt_works_from_an_installed_tree";
+    if !need_root(t) || !have_components(t) || !need_tool(t, "make") {
+        return;
+    }
+    let prefix = TempDir::new("prefix");
+    let o = capture(
+        Command::new("make")
+            .arg("-C")
+            .arg(repo())
+            .args([
+                "install",
+                "INSTALL_PROFILE=debug",
+                &format!("PREFIX={}", prefix.path().display()),
+            ])
+            .env("CARGO_TARGET_DIR", target_dir())
+            .env("COMPONENTS_OUT", components_dir()),
+    );
+    assert_exit(&o, 0);
+    for f in [
+        "bin/sandboy",
+        "bin/sandboy-spec-gen",
+        "share/sandboy/adapters.toml",
+        "share/sandboy/components/infersharp.wasm",
+        "share/sandboy/policies/ownaudit-adapter.toml",
+    ] {
+        assert!(prefix.path().join(f).is_file(), "{f} not installed");
+    }
+    let elsewhere = TempDir::new("elsewhere");
+    fs::copy(
+        testdata("infersharp-report.json"),
+        elsewhere.path().join("report.json"),
+    )
+    .unwrap();
+    let state = TempDir::new("state");
+    let o = capture(
+        Command::new(prefix.path().join("bin/sandboy"))
+            .arg("--root")
+            .arg(state.path())
+            .args([
+                "adapt",
+                "--tool",
+                "infersharp",
+                "--artifact",
+                "report.json=report.json",
+                "-o",
+                "out.sarif",
+            ])
+            .current_dir(elsewhere.path())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin"),
+    );
+    assert_exit(&o, 0);
+    let doc = read_json(&elsewhere.path().join("out.sarif"));
+    check_log(
+        &doc,
+        "infersharp",
+        4,
+        &prefix
+            .path()
+            .join("share/sandboy/components/infersharp.wasm"),
+    );
+}
+
+#[test]
+fn bad_input_is_one_located_message_exit_2_and_leaves_nothing() {
+    let t = "bad_input_is_one_located_message_exit_2_and_leaves_nothing";
+    if !need_root(t) || !have_components(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let dir = TempDir::new("bad");
+    let out = dir.path().join("out.sarif");
+    let o_flag = out.to_str().unwrap();
+    let fixture = format!(
+        "report.json={}",
+        testdata("infersharp-report.json").display()
+    );
+    let big = dir.path().join("big.json");
+    fs::write(&big, vec![b' '; 4096]).unwrap();
+    let big_flag = format!("report.json={}", big.display());
+    let policy = tight_policy(dir.path(), "1KiB");
+    let bad_reg = dir.path().join("bad.toml");
+    fs::write(&bad_reg, "[[adapter]]\ntool = \"x\"\ncomponent = \"x.wasm\"\ninputs = [\"k\"]\nartifact = \"a\"\noutput = \"sarif-2.0\"\n").unwrap();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--tool", "nosuch", "--artifact", &fixture],
+            "unknown tool \"nosuch\"".into(),
+        ),
+        (
+            vec!["--tool", "infersharp"],
+            "missing artifact: give its input with --artifact report.json=PATH".into(),
+        ),
+        (
+            vec![
+                "--tool",
+                "infersharp",
+                "--artifact",
+                "report.json=/nonexistent/r.json",
+            ],
+            "/nonexistent/r.json: cannot read: No such file".into(),
+        ),
+        (
+            vec!["--tool", "infersharp", "--artifact", "report.json=/"],
+            "report.json=/: not a regular file".into(),
+        ),
+        (
+            vec![
+                "--policy",
+                policy.to_str().unwrap(),
+                "--tool",
+                "infersharp",
+                "--artifact",
+                &big_flag,
+            ],
+            "over max_input (1024 bytes)".into(),
+        ),
+        (
+            vec![
+                "--registry",
+                bad_reg.to_str().unwrap(),
+                "--tool",
+                "x",
+                "--artifact",
+                &fixture,
+            ],
+            format!("{}:6:10: output \"sarif-2.0\"", bad_reg.display()),
+        ),
+    ];
+    for (args, want) in cases {
+        let mut a = args.clone();
+        a.extend(["-o", o_flag]);
+        let o = adapt(&rt, &a);
+        assert_exit(&o, 2);
+        let err = text(&o.stderr);
+        assert!(err.contains(&want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one message: {err}");
+        assert!(!out.exists());
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 3, "nothing else in the output dir: {names:?}");
+        assert_nothing_left(&rt);
+    }
+}
