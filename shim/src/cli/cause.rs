@@ -8,7 +8,9 @@
 //! `error!` events are collected (the runtime's own in memory, the init's
 //! and the intermediate process's over a datagram socket inherited through
 //! the clone), and the CLI prints one line: its message plus the innermost
-//! kernel cause. `--debug` still prints every event as it happens.
+//! cause — the first event of the container's own processes, where the
+//! error began (libcontainer logs each wrapper again on the way up).
+//! `--debug` still prints every event as it happens.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::{Mutex, OnceLock};
@@ -27,7 +29,38 @@ struct Channel {
 }
 
 static CHANNEL: OnceLock<Channel> = OnceLock::new();
-static OWN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static OWN: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+
+/// One error event: its message and fields.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Event {
+    pub msg: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl Event {
+    /// Whether `message` already says everything this event does.
+    fn said_in(&self, message: &str) -> bool {
+        message.contains(&self.msg)
+            || (!self.fields.is_empty()
+                && self
+                    .fields
+                    .iter()
+                    .all(|(_, v)| message.contains(v.trim_matches('"'))))
+    }
+
+    fn render(&self) -> String {
+        if self.fields.is_empty() {
+            return self.msg.clone();
+        }
+        let fields: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.trim_matches('"')))
+            .collect();
+        format!("{} ({})", self.msg, fields.join(", "))
+    }
+}
 
 /// Open the channel; called once from logging setup. Without it (an error
 /// here) events are only kept in this process.
@@ -47,13 +80,17 @@ pub fn open() {
     });
 }
 
-/// Keep one event's text (from the log layer).
-pub fn keep(text: String) {
+/// Keep one event (from the log layer).
+pub fn keep(event: Event) {
     match CHANNEL.get() {
-        Some(c) if c.owner != std::process::id() => c.send(&text),
+        Some(c) if c.owner != std::process::id() => {
+            if let Ok(text) = serde_json::to_string(&event) {
+                c.send(&text);
+            }
+        }
         _ => {
             if let Ok(mut own) = OWN.lock() {
-                own.push(text);
+                own.push(event);
             }
         }
     }
@@ -72,27 +109,32 @@ impl Channel {
         }
     }
 
-    fn drain(&self) -> Vec<String> {
+    fn drain(&self) -> Vec<Event> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; 8192];
         while let Ok(n) = recv(self.read.as_raw_fd(), &mut buf, MsgFlags::MSG_DONTWAIT) {
-            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+            if let Ok(e) = serde_json::from_slice(&buf[..n]) {
+                out.push(e);
+            }
         }
         out
     }
 }
 
-/// `message` with the innermost kernel cause the collected events name
-/// (the first one carrying an errno), unless the message already says it.
+/// `message` with the innermost cause: the first event of the container's
+/// processes (unless `message` already says it), else the runtime's first
+/// event naming an errno.
 pub fn explain(message: &str) -> String {
-    let mut events = CHANNEL.get().map(Channel::drain).unwrap_or_default();
-    if let Ok(own) = OWN.lock() {
-        events.extend(own.iter().cloned());
-    }
-    match events
-        .iter()
-        .find(|e| e.contains("os error") && !message.contains(e.as_str()))
-    {
+    let theirs = CHANNEL.get().map(Channel::drain).unwrap_or_default();
+    let cause = match theirs.first() {
+        Some(first) => (!first.said_in(message)).then(|| first.render()),
+        None => OWN.lock().ok().and_then(|own| {
+            own.iter()
+                .find(|e| e.msg.contains("os error") && !e.said_in(message))
+                .map(Event::render)
+        }),
+    };
+    match cause {
         Some(cause) => format!("{message}: {cause}"),
         None => message.to_owned(),
     }

@@ -81,7 +81,14 @@ impl<S: Subscriber> Layer<S> for LineLayer {
         // of this process): kept as the cause of the failure the CLI
         // reports in one line, printed as they come only with --debug.
         if self.max < Level::DEBUG && meta.target().starts_with("lib") {
-            super::cause::keep(fields.msg);
+            super::cause::keep(super::cause::Event {
+                msg: fields.msg,
+                fields: fields
+                    .extra
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v))
+                    .collect(),
+            });
             return;
         }
         let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
