@@ -33,6 +33,14 @@
 //!   is dropped with a warning; other policies (and realtime ones on hosts
 //!   without group budgets) are applied by libcontainer.
 //!
+//!
+//! One construct is refused instead ([`refuse_bound_dev`]): a bind mount at
+//! `/dev`. runc then leaves /dev alone; libcontainer 0.7 still writes its
+//! default symlinks (dev/kcore, dev/fd, dev/std*), device nodes and the
+//! ptmx symlink (removing the existing ptmx) into it, i.e. into the bound
+//! host directory, the host's own /dev for `/dev` rbind. It fails on the
+//! first symlink that exists (EEXIST), after changing the host's /dev.
+//!
 //! And two done on the rootfs itself before the build ([`prepare_rootfs`]),
 //! both resolved inside the rootfs and skipped when a mount covers the path
 //! (what runc then makes lands on that mount, after it is mounted):
@@ -56,6 +64,7 @@ use crate::error::{Failure, Result};
 
 /// Rewrites `spec` in place; true if anything changed.
 pub fn rewrite(id: &str, spec: &mut Spec, rootfs: &Path, at: &Path) -> Result<bool> {
+    refuse_bound_dev(spec, rootfs, at)?;
     let mut changed = default_mount_sources(spec);
     changed |= realtime_without_budget(id, spec);
     changed |= hook_environment(spec);
@@ -95,6 +104,27 @@ pub fn rewrite(id: &str, spec: &mut Spec, rootfs: &Path, at: &Path) -> Result<bo
         }
     }
     Ok(changed)
+}
+
+/// A config error for a bind mount at /dev (see the module's note).
+fn refuse_bound_dev(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
+    for (i, m) in spec.mounts().iter().flatten().enumerate() {
+        let bind = m.typ().as_deref() == Some("bind")
+            || m.options()
+                .iter()
+                .flatten()
+                .any(|o| o == "bind" || o == "rbind");
+        let dest = super::mounts::resolve(rootfs, m.destination())
+            .unwrap_or_else(|_| super::mounts::normalize(m.destination()));
+        if bind && dest == Path::new("/dev") {
+            return Err(Failure::config(format!(
+                "{}: mounts[{i}]: a bind mount at /dev is not supported: libcontainer 0.7 would write its device nodes and symlinks (and replace ptmx) in the bound directory {}, where runc writes nothing; keep a tmpfs at /dev and bind the devices needed (linux.devices or binds below /dev)",
+                at.display(),
+                m.source().as_deref().unwrap_or(Path::new("")).display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// runc's default for a non-bind mount without a source: empty.
