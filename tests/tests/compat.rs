@@ -134,7 +134,7 @@ fn table() -> Vec<Row> {
         },
     );
     rows.push(dangling);
-    let mut caps = row(
+    let caps = row(
         "inheritable = bounding = [CAP_SYS_ADMIN], no permitted/effective",
         "grep -E '^Cap(Inh|Prm|Eff|Bnd)' /proc/self/status",
         |c, _| {
@@ -144,11 +144,8 @@ fn table() -> Vec<Row> {
             });
         },
     );
-    caps.known = Some(
-        "capset EPERM in libcontainer 0.7's drop_privileges: it sets bounding, effective, permitted, then inheritable, one capset each; once permitted is empty and CAP_SETPCAP not effective, the kernel refuses an inheritable set beyond pI ∪ pP; runc applies the three sets in one capset. Fixing it needs init::privilege to hold the inheritable-only capabilities through libcontainer and release them to the spec's exact sets (its release strips held capabilities from every set today)",
-    );
     rows.push(caps);
-    let mut held = row(
+    let held = row(
         "CAP_SYS_ADMIN bounding only, with seccomp and no noNewPrivileges",
         "grep -E '^Cap(Inh|Prm|Eff|Bnd)' /proc/self/status",
         |c, _| {
@@ -159,9 +156,6 @@ fn table() -> Vec<Row> {
             });
             c["linux"]["seccomp"] = json!({"defaultAction": "SCMP_ACT_ALLOW"});
         },
-    );
-    held.known = Some(
-        "init::privilege::release strips the capabilities held to install seccomp (CAP_SYS_ADMIN, CAP_SETPCAP) from every set, also from the spec's own bounding and inheritable sets; the container ends with CAP_SYS_ADMIN in neither (stricter than the spec; runc keeps both, and root regains it on exec)",
     );
     rows.push(held);
     let sched = row("SCHED_FIFO with no capabilities", "echo started", |c, _| {

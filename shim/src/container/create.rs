@@ -197,7 +197,7 @@ impl Runtime {
         &self,
         id: &str,
         bundle: &Bundle,
-        held: &[oci_spec::runtime::Capability],
+        held: &crate::init::privilege::Held,
         node_policy: Option<&crate::node::Applied>,
     ) -> Result<Option<PathBuf>> {
         let linux = bundle
