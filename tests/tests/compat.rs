@@ -103,6 +103,13 @@ fn table() -> Vec<Row> {
         c["process"]["cwd"] = json!("/no/such/dir");
     });
     rows.push(cwd);
+    let mut cwd_on_mount = row("missing process.cwd on a tmpfs mount", "pwd", |c, _| {
+        c["process"]["cwd"] = json!("/tmp/no/such/dir");
+    });
+    cwd_on_mount.known = Some(
+        "runc creates the cwd after the mounts, inside the tmpfs; sandboy creates a missing cwd in the rootfs before libcontainer's build, so not one a mount covers, and libcontainer's chdir fails (ENOENT)",
+    );
+    rows.push(cwd_on_mount);
     rows.push(row(
         "HOME for a uid without a passwd entry",
         "echo \"HOME=$HOME\"; id -u",
@@ -432,4 +439,33 @@ fn bind_mounted_dev_is_refused_before_anything_exists() {
     assert!(!rt.run(&["state", &id]).status.success());
     // Nothing was written into the bound directory.
     assert_eq!(fs::read_dir(source.path()).unwrap().count(), 0);
+}
+
+/// A missing cwd reached through a rootfs symlink to a host path is made
+/// inside the rootfs (the link resolved there, as runc's securejoin does),
+/// never on the host; the container starts in it.
+#[test]
+fn missing_cwd_through_a_symlink_is_made_inside_the_rootfs() {
+    let test = "missing_cwd_through_a_symlink_is_made_inside_the_rootfs";
+    if !need_root(test) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let bundle = Bundle::busybox(&["sh", "-c", "cd /link/made && echo in"]);
+    // A host path no one has: it must still not exist afterwards. (Not
+    // below /tmp, which the bundle mounts a tmpfs over.)
+    let host = PathBuf::from("/var/tmp").join(unique_id("sandboy-compat-cwd"));
+    std::os::unix::fs::symlink(&host, bundle.rootfs().join("link")).unwrap();
+    bundle.edit(|c| c["process"]["cwd"] = json!("/link/made"));
+    let id = unique_id("compat-cwd");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", bundle.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "in\n");
+    assert!(!host.exists(), "made on the host");
+    let inside = bundle
+        .rootfs()
+        .join(host.strip_prefix("/").unwrap())
+        .join("made");
+    assert!(inside.is_dir(), "{} not made", inside.display());
 }
