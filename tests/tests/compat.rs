@@ -99,11 +99,17 @@ fn table() -> Vec<Row> {
             }
         },
     ));
-    let mut cwd = row("missing process.cwd is created", "pwd", |c, _| {
+    let cwd = row("missing process.cwd is created", "pwd", |c, _| {
         c["process"]["cwd"] = json!("/no/such/dir");
     });
-    cwd.known = Some("libcontainer 0.7 chdirs without creating the directory (ENOENT)");
     rows.push(cwd);
+    let mut cwd_on_mount = row("missing process.cwd on a tmpfs mount", "pwd", |c, _| {
+        c["process"]["cwd"] = json!("/tmp/no/such/dir");
+    });
+    cwd_on_mount.known = Some(
+        "runc creates the cwd after the mounts, inside the tmpfs; sandboy creates a missing cwd in the rootfs before libcontainer's build, so not one a mount covers, and libcontainer's chdir fails (ENOENT)",
+    );
+    rows.push(cwd_on_mount);
     rows.push(row(
         "HOME for a uid without a passwd entry",
         "echo \"HOME=$HOME\"; id -u",
@@ -123,7 +129,7 @@ fn table() -> Vec<Row> {
             }));
         },
     ));
-    let mut dangling = row(
+    let dangling = row(
         "bind mount onto a dangling symlink",
         "cat /nowhere/hostname >/dev/null && echo mounted",
         |c, ctx| {
@@ -134,9 +140,8 @@ fn table() -> Vec<Row> {
             }));
         },
     );
-    dangling.known = Some("libcontainer 0.7 opens the destination with O_NOFOLLOW (ENOTDIR); runc creates the symlink's target");
     rows.push(dangling);
-    let mut caps = row(
+    let caps = row(
         "inheritable = bounding = [CAP_SYS_ADMIN], no permitted/effective",
         "grep -E '^Cap(Inh|Prm|Eff|Bnd)' /proc/self/status",
         |c, _| {
@@ -146,15 +151,26 @@ fn table() -> Vec<Row> {
             });
         },
     );
-    caps.known = Some("capset EPERM: sandboy's held capabilities (see init::privilege) need permitted ⊇ inheritable");
     rows.push(caps);
-    let mut sched = row("SCHED_FIFO with no capabilities", "echo started", |c, _| {
+    let held = row(
+        "CAP_SYS_ADMIN bounding only, with seccomp and no noNewPrivileges",
+        "grep -E '^Cap(Inh|Prm|Eff|Bnd)' /proc/self/status",
+        |c, _| {
+            c["process"]["noNewPrivileges"] = json!(false);
+            c["process"]["capabilities"] = json!({
+                "bounding": ["CAP_SYS_ADMIN", "CAP_CHOWN"], "inheritable": ["CAP_SYS_ADMIN"],
+                "permitted": ["CAP_CHOWN"], "effective": ["CAP_CHOWN"], "ambient": []
+            });
+            c["linux"]["seccomp"] = json!({"defaultAction": "SCMP_ACT_ALLOW"});
+        },
+    );
+    rows.push(held);
+    let sched = row("SCHED_FIFO with no capabilities", "echo started", |c, _| {
         c["process"]["scheduler"] = json!({"policy": "SCHED_FIFO", "priority": 1,
                 "flags": ["SCHED_FLAG_RESET_ON_FORK"]});
     });
-    sched.known = Some("runc 1.1.5 ignores process.scheduler; libcontainer 0.7 refuses the flag name SCHED_FLAG_RESET_ON_FORK at parse");
     rows.push(sched);
-    let mut outside = row(
+    let outside = row(
         "device path outside /dev",
         "ls -l /mydev/null | cut -c1",
         |c, _| {
@@ -162,7 +178,6 @@ fn table() -> Vec<Row> {
                 "major": 1, "minor": 3, "fileMode": 438, "uid": 0, "gid": 0}]);
         },
     );
-    outside.known = Some("libcontainer 0.7 refuses device paths outside /dev (InvalidDevicePath)");
     rows.push(outside);
     let mut rbind_dev = row(
         "device rules with the host /dev rbind-mounted",
@@ -176,10 +191,11 @@ fn table() -> Vec<Row> {
             );
         },
     );
-    rbind_dev.known =
-        Some("libcontainer 0.7 fails \"failed to symlink defaults\" (EEXIST) on the host's /dev");
+    rbind_dev.known = Some(
+        "refused up front (exit 2): libcontainer 0.7 writes its default symlinks, device nodes and ptmx into a bind-mounted /dev (the host's), where runc writes nothing",
+    );
     rows.push(rbind_dev);
-    let mut hook = row(
+    let hook = row(
         "a hook without env inherits the runtime's environment",
         "true",
         |c, ctx| {
@@ -188,8 +204,56 @@ fn table() -> Vec<Row> {
                 "args": ["sh", "-c", format!("echo \"${{COMPAT_MARK:-unset}}\" > {}", out.display())]}]});
         },
     );
-    hook.known = Some("libcontainer 0.7 runs hooks without env with an empty environment");
     rows.push(hook);
+    rows.push(row("process.rlimits", "ulimit -n; ulimit -Hn", |c, _| {
+        c["process"]["rlimits"] = json!([{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 654}]);
+    }));
+    rows.push(row(
+        "process.oomScoreAdj",
+        "cat /proc/self/oom_score_adj",
+        |c, _| {
+            c["process"]["oomScoreAdj"] = json!(123);
+        },
+    ));
+    rows.push(row(
+        "linux.sysctl in the container's namespaces",
+        "cat /proc/sys/kernel/shm_rmid_forced /proc/sys/net/ipv4/ip_unprivileged_port_start",
+        |c, _| {
+            c["linux"]["sysctl"] = json!({"kernel.shm_rmid_forced": "1",
+                "net.ipv4.ip_unprivileged_port_start": "0"});
+        },
+    ));
+    rows.push(row(
+        "linux.sysctl of the host's namespace is refused",
+        "true",
+        |c, _| {
+            c["linux"]["sysctl"] = json!({"kernel.pid_max": "32768"});
+        },
+    ));
+    let mut personality = row("linux.personality LINUX32", "uname -m", |c, _| {
+        c["linux"]["personality"] = json!({"domain": "LINUX32"});
+    });
+    personality.known = Some(
+        "runc 1.1.5 predates linux.personality (added in runc 1.2) and ignores it (x86_64); sandboy applies it as the runtime-spec says (i686)",
+    );
+    rows.push(personality);
+    rows.push(row("process.ioPriority", "echo started", |c, _| {
+        c["process"]["ioPriority"] = json!({"class": "IOPRIO_CLASS_BE", "priority": 3});
+    }));
+    rows.push(row(
+        "uid/gid mappings in a user namespace",
+        "id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map",
+        |c, _| {
+            c["linux"]["namespaces"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"type": "user"}));
+            c["linux"]["uidMappings"] =
+                json!([{"containerID": 0, "hostID": 200000, "size": 65536}]);
+            c["linux"]["gidMappings"] =
+                json!([{"containerID": 0, "hostID": 200000, "size": 65536}]);
+        },
+    ));
     rows
 }
 
@@ -342,4 +406,66 @@ fn same_outcome_as_runc() {
         "differences from runc:\n{}",
         failures.join("\n")
     );
+}
+
+/// The known difference above, from the user's side: a bind mount at /dev
+/// is refused before anything exists (exit 2, saying why and what to do),
+/// and the host's /dev gets nothing from libcontainer. Its allowed
+/// counterpart is every other row: the default tmpfs at /dev.
+#[test]
+fn bind_mounted_dev_is_refused_before_anything_exists() {
+    let test = "bind_mounted_dev_is_refused_before_anything_exists";
+    if !need_root(test) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let bundle = Bundle::busybox(&["true"]);
+    let source = TempDir::new("compat-dev");
+    bundle.edit(|c| {
+        let mounts = c["mounts"].as_array_mut().unwrap();
+        mounts.retain(|m| !m["destination"].as_str().unwrap().starts_with("/dev"));
+        mounts.push(json!({"destination": "/dev", "type": "bind",
+            "source": source.path(), "options": ["rbind", "rw"]}));
+    });
+    let id = unique_id("compat-dev");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", bundle.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("mounts[") && err.contains("bind mount at /dev"),
+        "{err}"
+    );
+    assert!(!rt.run(&["state", &id]).status.success());
+    // Nothing was written into the bound directory.
+    assert_eq!(fs::read_dir(source.path()).unwrap().count(), 0);
+}
+
+/// A missing cwd reached through a rootfs symlink to a host path is made
+/// inside the rootfs (the link resolved there, as runc's securejoin does),
+/// never on the host; the container starts in it.
+#[test]
+fn missing_cwd_through_a_symlink_is_made_inside_the_rootfs() {
+    let test = "missing_cwd_through_a_symlink_is_made_inside_the_rootfs";
+    if !need_root(test) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let bundle = Bundle::busybox(&["sh", "-c", "cd /link/made && echo in"]);
+    // A host path no one has: it must still not exist afterwards. (Not
+    // below /tmp, which the bundle mounts a tmpfs over.)
+    let host = PathBuf::from("/var/tmp").join(unique_id("sandboy-compat-cwd"));
+    std::os::unix::fs::symlink(&host, bundle.rootfs().join("link")).unwrap();
+    bundle.edit(|c| c["process"]["cwd"] = json!("/link/made"));
+    let id = unique_id("compat-cwd");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", bundle.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "in\n");
+    assert!(!host.exists(), "made on the host");
+    let inside = bundle
+        .rootfs()
+        .join(host.strip_prefix("/").unwrap())
+        .join("made");
+    assert!(inside.is_dir(), "{} not made", inside.display());
 }

@@ -39,7 +39,7 @@ impl Bundle {
                 path.display()
             ))
         })?;
-        let spec: Spec = serde_json::from_slice(&text).map_err(|e| {
+        let spec: Spec = super::compat::parse_spec(&text).map_err(|e| {
             Failure::config(format!(
                 "{}:{}:{}: invalid config.json: {}; fix the field to match the OCI runtime-spec",
                 path.display(),

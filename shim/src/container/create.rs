@@ -84,6 +84,11 @@ impl Runtime {
         let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
         let memfd_noexec = super::sysctl::memfd_noexec(&bundle.spec)?;
         let held = crate::init::privilege::to_hold(&bundle.spec);
+        super::compat::prepare_rootfs(
+            &bundle.spec,
+            &fs::canonicalize(bundle.rootfs())?,
+            &bundle.dir.join("config.json"),
+        )?;
         let build_dir = self.shadow_if_needed(id, &bundle, &held, node_policy.as_ref())?;
         let wasm = match self.precompile_wasm(&bundle) {
             Ok(w) => w,
@@ -192,7 +197,7 @@ impl Runtime {
         &self,
         id: &str,
         bundle: &Bundle,
-        held: &[oci_spec::runtime::Capability],
+        held: &crate::init::privilege::Held,
         node_policy: Option<&crate::node::Applied>,
     ) -> Result<Option<PathBuf>> {
         let linux = bundle
@@ -204,7 +209,7 @@ impl Runtime {
         let mut spec = bundle.spec.clone();
         let rootfs = fs::canonicalize(bundle.rootfs())?;
         let rewritten =
-            super::compat::rewrite(&mut spec, &rootfs, &bundle.dir.join("config.json"))?;
+            super::compat::rewrite(id, &mut spec, &rootfs, &bundle.dir.join("config.json"))?;
         let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
         let dir = self.root.join(SHADOW_DIR).join(id);
         let egress = super::egress::wants(&bundle.spec);

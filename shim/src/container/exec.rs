@@ -56,14 +56,11 @@ impl Runtime {
         // sets, including any the init held only to confine itself: drop
         // those too, unless asked for with --cap.
         let held = if opts.process.is_some() {
-            Vec::new()
+            Default::default()
         } else {
             let asked: Vec<oci_spec::runtime::Capability> =
                 opts.cap.iter().filter_map(|c| c.parse().ok()).collect();
-            crate::init::privilege::read_held(c.bundle())
-                .into_iter()
-                .filter(|h| !asked.contains(h))
-                .collect()
+            crate::init::privilege::read_held(c.bundle()).except(&asked)
         };
         // As runc: without --user / --additional-gids the new process runs
         // as the container's user (libcontainer alone would make it root).

@@ -148,7 +148,7 @@ pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
 }
 
 /// A container path without `.`/`..` (lexically; `..` at the root stays).
-fn normalize(p: &Path) -> PathBuf {
+pub fn normalize(p: &Path) -> PathBuf {
     let mut out: Vec<OsString> = Vec::new();
     for c in components(p) {
         if c == ".." {

@@ -49,7 +49,11 @@ pub fn restore(c: &Container, poststop: Vec<Hook>) {
 
 pub fn run(c: &Container, poststop: &[Hook]) {
     for hook in poststop {
-        let one = vec![hook.clone()];
+        let mut one = vec![hook.clone()];
+        // As runc: a hook without env inherits the runtime's (see `compat`).
+        if hook.env().is_none() {
+            one[0].set_env(Some(super::compat::runtime_env()));
+        }
         if let Err(e) = libcontainer::hooks::run_hooks(Some(&one), Some(&c.state), None, None, None)
         {
             tracing::warn!(

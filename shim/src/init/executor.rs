@@ -10,7 +10,7 @@ use std::path::Path;
 
 use libcontainer::workload::default::DefaultExecutor;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
-use oci_spec::runtime::{Capability, LinuxSeccomp, Spec};
+use oci_spec::runtime::{LinuxSeccomp, Spec};
 use sandboy_confine::Confinement;
 use sandboy_wasm::Prepared;
 
@@ -39,7 +39,7 @@ pub struct SandboyExecutor {
     /// Capabilities sandboy added to the spec's sets only to install the
     /// confinement without no_new_privs (see `privilege`); dropped right
     /// after it, before the payload.
-    held: Vec<Capability>,
+    held: crate::init::privilege::Held,
     /// Where a seccomp user-notification listener goes (`listenerPath`).
     notify: Option<crate::init::seccomp_notify::Target>,
 }
@@ -65,7 +65,7 @@ impl SandboyExecutor {
             seccomp: None,
             node_seccomp: None,
             stage: RefCell::new(Stage::Unprepared),
-            held: Vec::new(),
+            held: Default::default(),
             notify: None,
         }
     }
@@ -90,7 +90,7 @@ impl SandboyExecutor {
     }
 
     /// Capabilities to drop once the confinement is installed.
-    pub fn with_held(mut self, held: Vec<Capability>) -> Self {
+    pub fn with_held(mut self, held: crate::init::privilege::Held) -> Self {
         self.held = held;
         self
     }

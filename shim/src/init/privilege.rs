@@ -11,72 +11,129 @@
 //! afterwards) to the sets libcontainer applies, installs the filters, and
 //! drops the held capabilities right after, before `execve` — or runs
 //! nothing if that drop fails.
+//!
+//! The same mechanism lets a spec whose inheritable set goes beyond its
+//! permitted set run as under runc: libcontainer applies effective, then
+//! permitted, then inheritable, one capset each, and the kernel refuses an
+//! inheritable set beyond pI ∪ pP once permitted is down (runc applies the
+//! three at once). Such capabilities are held in effective and permitted
+//! until the inheritable set is in place.
+//!
+//! What is held is recorded per set (only where the spec's set lacks it), so
+//! the release returns to the spec's exact sets.
 
 use std::collections::HashSet;
 
 use oci_spec::runtime::{Capabilities, Capability, LinuxCapabilities, Spec};
+use serde::{Deserialize, Serialize};
 
-/// In a shadow bundle: the capabilities sandboy added, as a JSON array.
+/// In a shadow bundle: the capabilities sandboy added, as JSON ([`Held`]).
 pub const HELD_FILE: &str = "held-capabilities";
 
-/// The capabilities the init must hold beyond the spec's to install the
-/// confinement the spec asks for; empty when it needs none.
-pub fn to_hold(spec: &Spec) -> Vec<Capability> {
-    let Some(process) = spec.process() else {
-        return Vec::new();
-    };
-    if process.no_new_privileges() == Some(true)
-        || !crate::init::executor::confinement_requested(spec)
-    {
-        return Vec::new();
+/// The capabilities added to each of the spec's sets, dropped again by
+/// [`release`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub bounding: Vec<Capability>,
+    pub effective: Vec<Capability>,
+    pub permitted: Vec<Capability>,
+}
+
+impl Held {
+    pub fn is_empty(&self) -> bool {
+        self.bounding.is_empty() && self.effective.is_empty() && self.permitted.is_empty()
     }
+
+    /// Without `keep` (an exec's `--cap`: asked for, so not dropped).
+    pub fn except(mut self, keep: &[Capability]) -> Self {
+        for set in [&mut self.bounding, &mut self.effective, &mut self.permitted] {
+            set.retain(|c| !keep.contains(c));
+        }
+        self
+    }
+}
+
+/// The capabilities the init must hold beyond the spec's: CAP_SYS_ADMIN
+/// (and CAP_SETPCAP) to install the confinement the spec asks for, and the
+/// inheritable ones outside the permitted set; empty when it needs none.
+pub fn to_hold(spec: &Spec) -> Held {
+    let Some(process) = spec.process() else {
+        return Held::default();
+    };
     // No capabilities section: libcontainer leaves root's full set alone.
     let Some(caps) = process.capabilities() else {
-        return Vec::new();
+        return Held::default();
     };
     let has = |set: &Option<Capabilities>, cap| set.as_ref().is_some_and(|s| s.contains(&cap));
-    let mut held = Vec::new();
+    let mut confine = Vec::new();
     let sys_admin = Capability::SysAdmin;
-    if !(has(caps.effective(), sys_admin)
-        && has(caps.permitted(), sys_admin)
-        && has(caps.bounding(), sys_admin))
+    let needs_confinement = process.no_new_privileges() != Some(true)
+        && crate::init::executor::confinement_requested(spec);
+    if needs_confinement
+        && !(has(caps.effective(), sys_admin)
+            && has(caps.permitted(), sys_admin)
+            && has(caps.bounding(), sys_admin))
     {
-        held.push(sys_admin);
+        confine.push(sys_admin);
         // Dropping CAP_SYS_ADMIN from the bounding set again needs SETPCAP.
         if !(has(caps.effective(), Capability::Setpcap)
             && has(caps.permitted(), Capability::Setpcap)
             && has(caps.bounding(), Capability::Setpcap))
         {
-            held.push(Capability::Setpcap);
+            confine.push(Capability::Setpcap);
         }
     }
-    held
+    // Outside the bounding set the kernel refuses them under runc too.
+    let mut inheritable: Vec<Capability> = caps
+        .inheritable()
+        .iter()
+        .flatten()
+        .filter(|c| !has(caps.permitted(), **c) && has(caps.bounding(), **c))
+        .copied()
+        .collect();
+    inheritable.sort_by_key(|c| c.to_string());
+    let missing = |set: &Option<Capabilities>, from: &[Capability]| -> Vec<Capability> {
+        let mut out: Vec<Capability> = Vec::new();
+        for c in from {
+            if !has(set, *c) && !out.contains(c) {
+                out.push(*c);
+            }
+        }
+        out
+    };
+    let both: Vec<Capability> = confine.iter().chain(&inheritable).copied().collect();
+    Held {
+        bounding: missing(caps.bounding(), &confine),
+        effective: missing(caps.effective(), &both),
+        permitted: missing(caps.permitted(), &both),
+    }
 }
 
 /// Add `held` to the bounding, effective and permitted sets of the spec's
 /// process (what libcontainer will leave the init with).
-pub fn augment(spec: &mut Spec, held: &[Capability]) {
+pub fn augment(spec: &mut Spec, held: &Held) {
     let Some(mut process) = spec.process().clone() else {
         return;
     };
     let Some(mut caps) = process.capabilities().clone() else {
         return;
     };
-    let add = |set: &Option<Capabilities>| -> Option<Capabilities> {
+    let add = |set: &Option<Capabilities>, held: &[Capability]| -> Option<Capabilities> {
         let mut s = set.clone().unwrap_or_default();
         s.extend(held.iter().copied());
         Some(s)
     };
-    caps.set_bounding(add(caps.bounding()));
-    caps.set_effective(add(caps.effective()));
-    caps.set_permitted(add(caps.permitted()));
+    caps.set_bounding(add(caps.bounding(), &held.bounding));
+    caps.set_effective(add(caps.effective(), &held.effective));
+    caps.set_permitted(add(caps.permitted(), &held.permitted));
     process.set_capabilities(Some(caps));
     spec.set_process(Some(process));
 }
 
-/// The spec's capability sets without `held`.
-fn without(caps: &LinuxCapabilities, held: &[Capability]) -> LinuxCapabilities {
-    let strip = |set: &Option<Capabilities>| -> Option<Capabilities> {
+/// The spec's capability sets without `held` (inheritable and ambient were
+/// never added to).
+fn without(caps: &LinuxCapabilities, held: &Held) -> LinuxCapabilities {
+    let strip = |set: &Option<Capabilities>, held: &[Capability]| -> Option<Capabilities> {
         set.as_ref().map(|s| {
             s.iter()
                 .filter(|c| !held.contains(c))
@@ -85,11 +142,9 @@ fn without(caps: &LinuxCapabilities, held: &[Capability]) -> LinuxCapabilities {
         })
     };
     let mut out = caps.clone();
-    out.set_bounding(strip(caps.bounding()));
-    out.set_effective(strip(caps.effective()));
-    out.set_permitted(strip(caps.permitted()));
-    out.set_inheritable(strip(caps.inheritable()));
-    out.set_ambient(strip(caps.ambient()));
+    out.set_bounding(strip(caps.bounding(), &held.bounding));
+    out.set_effective(strip(caps.effective(), &held.effective));
+    out.set_permitted(strip(caps.permitted(), &held.permitted));
     out
 }
 
@@ -97,7 +152,7 @@ fn without(caps: &LinuxCapabilities, held: &[Capability]) -> LinuxCapabilities {
 /// sets without them (bounding first, while CAP_SETPCAP is still held).
 /// Called after the filters are installed, so the profile must allow
 /// `capset` and `prctl`, as it must for runc.
-pub fn release(spec: &Spec, held: &[Capability]) -> Result<(), String> {
+pub fn release(spec: &Spec, held: &Held) -> Result<(), String> {
     if held.is_empty() {
         return Ok(());
     }
@@ -117,11 +172,20 @@ pub fn release(spec: &Spec, held: &[Capability]) -> Result<(), String> {
     })
 }
 
-/// Read the held list a shadow bundle recorded (empty when none).
-pub fn read_held(shadow_dir: &std::path::Path) -> Vec<Capability> {
-    std::fs::read(shadow_dir.join(HELD_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+/// Read what a shadow bundle recorded as held (empty when none); a list
+/// (written before sets were recorded) was added to all three sets.
+pub fn read_held(shadow_dir: &std::path::Path) -> Held {
+    let Ok(bytes) = std::fs::read(shadow_dir.join(HELD_FILE)) else {
+        return Held::default();
+    };
+    serde_json::from_slice(&bytes)
+        .or_else(|_| {
+            serde_json::from_slice::<Vec<Capability>>(&bytes).map(|l| Held {
+                bounding: l.clone(),
+                effective: l.clone(),
+                permitted: l,
+            })
+        })
         .unwrap_or_default()
 }
 
@@ -152,18 +216,64 @@ mod tests {
             .unwrap()
     }
 
+    fn all(list: &[Capability]) -> Held {
+        Held {
+            bounding: list.to_vec(),
+            effective: list.to_vec(),
+            permitted: list.to_vec(),
+        }
+    }
+
     #[test]
     fn holds_only_what_confinement_needs() {
         let chown = [Capability::Chown];
         assert_eq!(
             to_hold(&spec(Some(false), &chown)),
-            vec![Capability::SysAdmin, Capability::Setpcap]
+            all(&[Capability::SysAdmin, Capability::Setpcap])
         );
         assert!(to_hold(&spec(Some(true), &chown)).is_empty());
         assert!(to_hold(&spec(None, &[Capability::SysAdmin, Capability::Setpcap])).is_empty());
         assert_eq!(
             to_hold(&spec(None, &[Capability::Setpcap])),
-            vec![Capability::SysAdmin]
+            all(&[Capability::SysAdmin])
+        );
+    }
+
+    #[test]
+    fn held_only_where_the_spec_lacks_it_and_for_inheritable_beyond_permitted() {
+        let mut s = spec(Some(false), &[Capability::Chown]);
+        let mut process = s.process().clone().unwrap();
+        let mut caps = process.capabilities().clone().unwrap();
+        caps.set_bounding(Some([Capability::Chown, Capability::SysAdmin].into()));
+        caps.set_inheritable(Some([Capability::Kill, Capability::SysAdmin].into()));
+        process.set_capabilities(Some(caps.clone()));
+        s.set_process(Some(process));
+        let held = to_hold(&s);
+        // SYS_ADMIN already bounded: only SETPCAP is added there; KILL is
+        // outside the bounding set, which the kernel refuses anyway.
+        assert_eq!(held.bounding, vec![Capability::Setpcap]);
+        assert_eq!(
+            held.permitted,
+            vec![Capability::SysAdmin, Capability::Setpcap]
+        );
+        let mut augmented = s.clone();
+        augment(&mut augmented, &held);
+        let got = augmented.process().as_ref().unwrap().capabilities().clone();
+        assert_eq!(without(&got.unwrap(), &held), caps);
+        let only_inheritable = spec(Some(true), &[]);
+        let mut process = only_inheritable.process().clone().unwrap();
+        let mut caps = process.capabilities().clone().unwrap();
+        caps.set_bounding(Some([Capability::SysAdmin].into()));
+        caps.set_inheritable(Some([Capability::SysAdmin].into()));
+        process.set_capabilities(Some(caps));
+        let mut s = only_inheritable;
+        s.set_process(Some(process));
+        let held = to_hold(&s);
+        assert!(held.bounding.is_empty());
+        assert_eq!(held.effective, vec![Capability::SysAdmin]);
+        assert_eq!(
+            held.clone().except(&[Capability::SysAdmin]),
+            Held::default()
         );
     }
 
