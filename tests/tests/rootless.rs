@@ -1,7 +1,8 @@
 //! Rootless containers (docs/rootless.md): a real unprivileged user made
 //! for the test runs `sandboy run` of a `sandboy spec --rootless` bundle
 //! and of a `sandboy-spec-gen generate --rootless` bundle, next to `runc
-//! run` of the same bundles (exit status, output, the uid map seen inside).
+//! run` of the same bundles (exit status, output, the uid map seen inside),
+//! and rootless podman with sandboy next to podman with runc.
 //!
 //! This host is hybrid (cgroup v1 controllers). libcontainer 0.7's v1
 //! manager cannot skip a cgroup an ordinary user may not create, so there
@@ -338,10 +339,74 @@ fn no_runtime_dir_and_no_root_is_a_usage_error() {
     assert_eq!(mode & 0o777, 0o700);
 }
 
+/// Rootless podman (which runs the runtime as root of its own user
+/// namespace, passing no `--root`) with sandboy and with runc, in the v2
+/// view: exit status, output and the uid map seen inside.
 #[test]
-fn rootless_podman() {
-    skip(
-        "rootless_podman",
-        "not done: rootless podman with sandboy is not tested yet (this host's cgroup v1 controllers make sandboy refuse rootless containers outside the test's v2 view, which podman cannot be put in)",
+fn rootless_podman_run_matches_runc() {
+    let test = "rootless_podman_run_matches_runc";
+    if !need_tool(test, "podman") || !need_tool(test, "runc") {
+        return;
+    }
+    let Some(env) = Env::new(test) else {
+        return;
+    };
+    let b = env.bundle();
+    let rootfs = b.rootfs().display().to_string();
+    let podman = which("podman").unwrap();
+    let runc = which("runc").unwrap().display().to_string();
+    let home = format!("/home/{}", env.user.name);
+    let run = |runtime: &str| {
+        let args = [
+            &format!("HOME={home}"),
+            podman.to_str().unwrap(),
+            "--cgroup-manager=cgroupfs",
+            "--runtime",
+            runtime,
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--rootfs",
+            &rootfs,
+            "/bin/sh",
+            "-c",
+            "cat /proc/self/uid_map; echo out; exit 4",
+        ];
+        env.as_user_v2(Path::new("/tmp"), Path::new("/usr/bin/env"), &args)
+    };
+    let ours = run(env.sandboy.to_str().unwrap());
+    let theirs = run(&runc);
+    assert_exit(&theirs, 4);
+    assert_exit(&ours, 4);
+    assert_eq!(text(&ours.stdout), text(&theirs.stdout));
+    assert!(text(&ours.stdout).contains("out"), "{}", text(&ours.stdout));
+    // sandboy's state went to the user's XDG_RUNTIME_DIR, as runc's does.
+    assert!(env.xdg.join("sandboy").is_dir());
+
+    // run -d, exec, stop, rm: one script, so every step sees the same view.
+    let name = unique_id("rlpod");
+    let script = format!(
+        "p='{podman} --cgroup-manager=cgroupfs --runtime {sb}'; \
+         $p run -d --name {name} --network none --rootfs {rootfs} /bin/sleep 600 >/dev/null || exit 10; \
+         $p exec {name} /bin/sh -c 'echo exec-ok; exit 5'; echo exec=$?; \
+         $p stop -t 1 {name} >/dev/null; echo stop=$?; \
+         $p inspect -f '{{{{.State.Status}}}}' {name}; \
+         $p rm {name} >/dev/null; echo rm=$?",
+        podman = podman.display(),
+        sb = env.sandboy.display(),
+    );
+    let o = env.as_user_v2(
+        Path::new("/tmp"),
+        Path::new("/usr/bin/env"),
+        &[&format!("HOME={home}"), "sh", "-c", &script],
+    );
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["exec-ok", "exec=5", "stop=0", "exited", "rm=0"],
+        "{out}\n{}",
+        text(&o.stderr)
     );
 }

@@ -77,10 +77,21 @@ impl Global {
             return Ok(root.clone());
         }
         let uid = nix::unistd::geteuid();
-        if uid.is_root() {
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty());
+        // runc's shouldHonorXDGRuntimeDir: root in a user namespace other
+        // than the initial one (rootless podman runs the runtime there)
+        // uses XDG_RUNTIME_DIR when it may write it.
+        let in_userns_root = || {
+            crate::container::rootless::in_user_ns()
+                && xdg.as_ref().is_some_and(|d| {
+                    nix::unistd::access(std::path::Path::new(d), nix::unistd::AccessFlags::W_OK)
+                        .is_ok()
+                })
+        };
+        if uid.is_root() && !in_userns_root() {
             return Ok(PathBuf::from("/run/sandboy"));
         }
-        match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        match xdg {
             Some(dir) => Ok(PathBuf::from(dir).join("sandboy")),
             None => Err(crate::error::Failure::usage(format!(
                 "no state root: XDG_RUNTIME_DIR is not set and uid {uid} may not use /run/sandboy; \

@@ -22,7 +22,7 @@ pub mod limits;
 pub mod loopback;
 mod mounts;
 pub mod poststop;
-mod rootless;
+pub mod rootless;
 mod run;
 pub mod signal;
 mod sysctl;

@@ -30,9 +30,17 @@ use oci_spec::runtime::{LinuxNamespaceType, LinuxResources, Spec};
 
 use crate::error::{Failure, Result};
 
-/// Whether the caller is an ordinary user (libcontainer's test too).
+/// Whether the caller is an ordinary user, or root only inside a user
+/// namespace of its own (rootless podman runs the runtime there): the test
+/// libcontainer uses to go rootless.
 pub fn active() -> bool {
-    !nix::unistd::geteuid().is_root()
+    !nix::unistd::geteuid().is_root() || in_user_ns()
+}
+
+/// Whether this process is in a user namespace other than the initial one
+/// (an unreadable uid_map counts as one: the stricter reading).
+pub fn in_user_ns() -> bool {
+    libcontainer::utils::is_in_new_userns().unwrap_or(true)
 }
 
 /// Refuse, for an ordinary caller, what a rootless container cannot have.
@@ -46,7 +54,8 @@ pub fn check(spec: &Spec, bundle: &Path, unified_host: bool) -> Result<()> {
     let user_ns = linux
         .and_then(|l| l.namespaces().as_ref())
         .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User));
-    if !user_ns {
+    // Already in a user namespace (podman's), the spec needs no new one.
+    if !user_ns && !in_user_ns() {
         return Err(Failure::config(format!(
             "{}: no user namespace, which uid {uid} needs to create a container; \
              write the bundle with `sandboy spec --rootless` or `sandboy-spec-gen generate --rootless`, \
