@@ -70,7 +70,14 @@ fn main() {
         // These also attach a process to cgroups: start the kernel's wait
         // for that before the re-exec, so the two overlap.
         cgroups::prime::start();
-        if let Err(e) = host::sealed_exe::ensure(&cli.global.state_root().join(".exe-lower")) {
+        let root = match cli.global.state_root() {
+            Ok(root) => root,
+            Err(failure) => {
+                output::error_line(&format!("sandboy: error: {}", failure.message));
+                exit(failure.exit_code());
+            }
+        };
+        if let Err(e) = host::sealed_exe::ensure(&root.join(".exe-lower")) {
             output::error_line(&format!(
                 "sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}"
             ));

@@ -15,6 +15,7 @@ pub mod guards;
 pub mod onto;
 pub mod policy;
 pub mod render;
+pub mod rootless;
 pub mod suggest;
 pub mod syscalls;
 pub mod units;

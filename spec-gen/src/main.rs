@@ -39,6 +39,10 @@ enum Command {
         /// Merge onto this config.json instead of sandboy's default.
         #[arg(long)]
         base: Option<PathBuf>,
+        /// A bundle an ordinary user runs (docs/rootless.md): a user
+        /// namespace mapping your uid and gid to 0, no cgroup resources.
+        #[arg(long)]
+        rootless: bool,
     },
     /// Validate policies; located errors on stderr.
     Check {
@@ -173,11 +177,16 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
             bundle,
             rootfs,
             base,
+            rootless,
         } => {
             let p = Policy::load(&policy)?;
             let base = base.as_deref().map(render::load_base).transpose()?;
             let rootfs = rootfs.map(|r| absolute(&r)).transpose()?;
-            let json = render::generate(&p, &RenderOptions { rootfs, base })?;
+            let json = if rootless {
+                generate_rootless(&p, &RenderOptions { rootfs, base })?
+            } else {
+                render::generate(&p, &RenderOptions { rootfs, base })?
+            };
             if bundle == Path::new("-") {
                 return stdout(&json);
             }
@@ -246,6 +255,21 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// `generate --rootless`: the policy rendered, then made rootless for the
+/// caller's own uid and gid (the policy's private network kept).
+fn generate_rootless(p: &Policy, opts: &RenderOptions) -> Result<String, Error> {
+    use sandboy_spec_gen::rootless;
+    rootless::limits_refusal(p)?;
+    let mut spec = render::render(p, opts)?;
+    let (uid, gid) = rootless::caller_ids().map_err(|source| Error::Io {
+        action: "read the caller's uid from",
+        path: "/proc/self".into(),
+        source,
+    })?;
+    rootless::apply(&mut spec, uid, gid, true)?;
+    render::to_json(&spec)
 }
 
 fn suggest(

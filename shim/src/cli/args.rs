@@ -67,30 +67,37 @@ pub struct Global {
 impl Global {
     /// `--root`, or runc's default: `/run/sandboy` for root,
     /// `$XDG_RUNTIME_DIR/sandboy` for other users (runc: `$XDG_RUNTIME_DIR/runc`
-    /// when it is set and the user is not root). runc falls back to `/run/runc`
-    /// (which an ordinary user cannot create); sandboy falls back to
-    /// `/tmp/sandboy-<uid>`, created 0700 and only used if it is this user's
-    /// own directory (not a symlink planted by someone else).
-    pub fn state_root(&self) -> PathBuf {
+    /// when it is set and the user is not root). Without XDG_RUNTIME_DIR an
+    /// ordinary user gets a usage error naming `--root`: runc falls back to
+    /// `/run/runc`, which such a user cannot create, and a guessed shared
+    /// place (`/tmp/...`) could be planted by someone else. The root itself
+    /// is created private (0700) by `Runtime::new`.
+    pub fn state_root(&self) -> Result<PathBuf, crate::error::Failure> {
         if let Some(root) = &self.root {
-            return root.clone();
+            return Ok(root.clone());
         }
         let uid = nix::unistd::geteuid();
-        if uid.is_root() {
-            return PathBuf::from("/run/sandboy");
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty());
+        // runc's shouldHonorXDGRuntimeDir: root in a user namespace other
+        // than the initial one (rootless podman runs the runtime there)
+        // uses XDG_RUNTIME_DIR when it may write it.
+        let in_userns_root = || {
+            crate::container::rootless::in_user_ns()
+                && xdg.as_ref().is_some_and(|d| {
+                    nix::unistd::access(std::path::Path::new(d), nix::unistd::AccessFlags::W_OK)
+                        .is_ok()
+                })
+        };
+        if uid.is_root() && !in_userns_root() {
+            return Ok(PathBuf::from("/run/sandboy"));
         }
-        match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-            Some(dir) => PathBuf::from(dir).join("sandboy"),
-            None => {
-                use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-                let dir = PathBuf::from(format!("/tmp/sandboy-{uid}"));
-                let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-                match std::fs::symlink_metadata(&dir) {
-                    Ok(m) if m.is_dir() && m.uid() == uid.as_raw() => dir,
-                    // Someone else's: never use it; a path that fails to open.
-                    _ => PathBuf::from(format!("/tmp/sandboy-{uid}/not-yours")),
-                }
-            }
+        match xdg {
+            Some(dir) => Ok(PathBuf::from(dir).join("sandboy")),
+            None => Err(crate::error::Failure::usage(format!(
+                "no state root: XDG_RUNTIME_DIR is not set and uid {uid} may not use /run/sandboy; \
+                 pass --root DIR (a directory of your own, e.g. --root ~/.local/state/sandboy) \
+                 or set XDG_RUNTIME_DIR (a login session sets it to /run/user/{uid})"
+            ))),
         }
     }
 }

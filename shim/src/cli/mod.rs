@@ -32,7 +32,7 @@ use args::Command;
 /// Run one subcommand; its exit status, or the failure to report.
 pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
     let rt = || {
-        let mut rt = Runtime::new(global.state_root(), global.systemd_cgroup)?;
+        let mut rt = Runtime::new(global.state_root()?, global.systemd_cgroup)?;
         rt.audit = audit_mode(global, None)?;
         Ok::<_, Failure>(rt)
     };
@@ -40,7 +40,7 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
     // configuration: a broken one must not stop `delete` or `kill`.
     let node_rt = || {
         let node = node_config(global)?;
-        let mut rt = Runtime::new(global.state_root(), global.systemd_cgroup)?;
+        let mut rt = Runtime::new(global.state_root()?, global.systemd_cgroup)?;
         rt.audit = audit_mode(global, node.audit)?;
         rt.node = node;
         Ok::<_, Failure>(rt)

@@ -4,9 +4,7 @@ use std::fs::OpenOptions;
 use std::io::{ErrorKind, Write};
 use std::path::PathBuf;
 
-use oci_spec::runtime::{
-    LinuxBuilder, LinuxIdMappingBuilder, LinuxNamespaceBuilder, LinuxNamespaceType, Spec,
-};
+use oci_spec::runtime::Spec;
 
 use super::args::SpecCmd;
 use crate::error::{Failure, Result};
@@ -36,36 +34,12 @@ pub fn run(args: SpecCmd) -> Result<i32> {
     Ok(0)
 }
 
+/// runc's `spec --rootless`: the caller's own uid and gid as container
+/// root, no network namespace, no cgroup resources (see
+/// `sandboy_spec_gen::rootless` for what else changes and why).
 fn rootless(spec: &mut Spec) -> Result<()> {
-    let bad = |e: oci_spec::OciSpecError| Failure::runtime(e.to_string());
-    let mut namespaces: Vec<_> = oci_spec::runtime::get_default_namespaces()
-        .into_iter()
-        .filter(|ns| {
-            !matches!(
-                ns.typ(),
-                LinuxNamespaceType::Network | LinuxNamespaceType::User
-            )
-        })
-        .collect();
-    namespaces.push(
-        LinuxNamespaceBuilder::default()
-            .typ(LinuxNamespaceType::User)
-            .build()
-            .map_err(bad)?,
-    );
-    let map = |id: u32| {
-        LinuxIdMappingBuilder::default()
-            .host_id(id)
-            .container_id(0u32)
-            .size(1u32)
-            .build()
-    };
-    let linux = LinuxBuilder::default()
-        .namespaces(namespaces)
-        .uid_mappings(vec![map(nix::unistd::geteuid().as_raw()).map_err(bad)?])
-        .gid_mappings(vec![map(nix::unistd::getegid().as_raw()).map_err(bad)?])
-        .build()
-        .map_err(bad)?;
-    spec.set_linux(Some(linux));
-    Ok(())
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    sandboy_spec_gen::rootless::apply(spec, uid, gid, false)
+        .map_err(|e| Failure::runtime(e.to_string()))
 }

@@ -79,9 +79,15 @@ impl Runtime {
             )));
         }
         super::limits::check(&bundle.spec, &bundle.dir, unified)?;
+        super::rootless::check(&bundle.spec, &bundle.dir, unified)?;
         // Loaded before anything exists: bad rules are a config error and a
         // kernel without cgroup BPF stops here, with nothing to clean up.
-        let devices = crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?;
+        // Not for a rootless container (see `rootless`).
+        let devices = if super::rootless::active() {
+            None
+        } else {
+            crate::cgroups::devices::prepare(&bundle.spec, &bundle.dir, unified)?
+        };
         let memfd_noexec = super::sysctl::memfd_noexec(&bundle.spec)?;
         let held = crate::init::privilege::to_hold(&bundle.spec);
         super::compat::prepare_rootfs(
@@ -140,7 +146,14 @@ impl Runtime {
         let result = result
             .map_err(|e| Failure::from(e).context(format!("create {id}")))
             .and_then(|c| {
-                if super::loopback::wants_new_netns(&bundle.spec) {
+                if super::loopback::wants_new_netns(&bundle.spec) && super::rootless::active() {
+                    // The init's netns is out of an ordinary caller's reach
+                    // (see `rootless`): no network at all, not even `lo`.
+                    tracing::warn!(
+                        id,
+                        "rootless container: its private network namespace keeps loopback down"
+                    );
+                } else if super::loopback::wants_new_netns(&bundle.spec) {
                     let pid = c
                         .pid()
                         .ok_or_else(|| Failure::runtime("container has no init pid"))?;
