@@ -410,3 +410,33 @@ fn rootless_podman_run_matches_runc() {
         text(&o.stderr)
     );
 }
+
+/// `delete --force` of a created (never started) rootless container kills
+/// its init: a rootless container has no cgroup of its own to signal
+/// through, so the init is signalled directly.
+#[test]
+fn rootless_delete_force_kills_a_created_init() {
+    let Some(env) = Env::new("rootless_delete_force_kills_a_created_init") else {
+        return;
+    };
+    let b = env.bundle();
+    assert_exit(&env.as_user(b.path(), &env.sandboy, &["spec", "--rootless"]), 0);
+    set_args(&b, "exec sleep 1000");
+    let id = unique_id("rldel");
+    let script = format!(
+        r#"S='{s}'
+"$S" create --bundle . {id} </dev/null >/dev/null 2>&1 || {{ echo CREATE-FAILED; exit 1; }}
+pid=$("$S" state {id} | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+[ -n "$pid" ] || {{ echo NO-PID; exit 1; }}
+"$S" delete --force {id} || echo DELETE-FAILED
+sleep 0.3
+st=$(awk '{{print $3}}' /proc/$pid/stat 2>/dev/null)
+if [ -n "$st" ] && [ "$st" != Z ]; then echo "ALIVE $pid"; kill -9 $pid; else echo GONE; fi
+"$S" state {id} >/dev/null 2>&1 && echo STATE-LEFT
+"#,
+        s = env.sandboy.display()
+    );
+    let o = env.as_user_v2(b.path(), Path::new("/bin/sh"), &["-c", &script]);
+    let out = text(&o.stdout);
+    assert_eq!(out.trim(), "GONE", "{out}\n{}", text(&o.stderr));
+}

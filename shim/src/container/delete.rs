@@ -188,6 +188,11 @@ fn kill_and_wait(c: &mut Container) {
         let _ = c.resume();
     }
     let _ = super::signal::deliver(c, nix::sys::signal::Signal::SIGKILL, true);
+    // A container without a cgroup of its own (rootless, no delegation) is
+    // reached only through its init; the pid namespace takes the rest.
+    if c.status() != ContainerStatus::Stopped {
+        let _ = super::signal::deliver(c, nix::sys::signal::Signal::SIGKILL, false);
+    }
     if let Some(pid) = c.pid() {
         if wait_gone(pid, Duration::from_secs(2)) {
             // Now stopped: the delete of a stopped container applies.
