@@ -420,7 +420,10 @@ fn rootless_delete_force_kills_a_created_init() {
         return;
     };
     let b = env.bundle();
-    assert_exit(&env.as_user(b.path(), &env.sandboy, &["spec", "--rootless"]), 0);
+    assert_exit(
+        &env.as_user(b.path(), &env.sandboy, &["spec", "--rootless"]),
+        0,
+    );
     set_args(&b, "exec sleep 1000");
     let id = unique_id("rldel");
     let script = format!(
