@@ -28,6 +28,9 @@ pub mod sni;
 pub mod tunnel;
 pub mod upstream;
 
+#[cfg(test)]
+pub(crate) mod mutate;
+
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
