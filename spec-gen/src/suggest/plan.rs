@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::protect::{parent, under};
+use super::protect::{collapse_siblings, outermost, under};
 use super::report::Refused;
 use crate::policy::DEFAULT_DENY;
 use crate::Policy;
@@ -157,44 +157,14 @@ fn fs_paths(
             wanted.insert(path);
         }
     }
-    let wanted = collapse(wanted, list, policy, opts, notes);
-    // An entry under another added entry adds nothing.
-    wanted
-        .iter()
-        .filter(|p| !wanted.iter().any(|q| q != *p && under(p, q)))
-        .cloned()
-        .collect()
-}
-
-/// Siblings refused `opts.collapse` times or more become their directory,
-/// unless the directory is protected or the root.
-fn collapse(
-    wanted: BTreeSet<String>,
-    list: &str,
-    policy: &Policy,
-    opts: &Options,
-    notes: &mut Vec<String>,
-) -> BTreeSet<String> {
-    if opts.collapse == 0 {
-        return wanted;
+    let may = |dir: &str| dir != "/" && (opts.force || !protected(dir, policy));
+    let (wanted, collapsed) = collapse_siblings(wanted, opts.collapse, may);
+    for (dir, n) in collapsed {
+        notes.push(format!(
+            "collapsed: {n} refused {list} paths in {dir} become {dir:?} (--collapse 0 keeps them apart)"
+        ));
     }
-    let mut by_dir: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for p in &wanted {
-        by_dir.entry(parent(p)).or_default().push(p.clone());
-    }
-    let mut out = BTreeSet::new();
-    for (dir, kids) in by_dir {
-        if kids.len() >= opts.collapse && dir != "/" && (opts.force || !protected(&dir, policy)) {
-            notes.push(format!(
-                "collapsed: {} refused {list} paths in {dir} become {dir:?} (--collapse 0 keeps them apart)",
-                kids.len()
-            ));
-            out.insert(dir);
-        } else {
-            out.extend(kids);
-        }
-    }
-    out
+    outermost(&wanted)
 }
 
 fn protected(path: &str, policy: &Policy) -> bool {

@@ -1,4 +1,7 @@
-//! Paths no suggestion or learned policy grants without being forced.
+//! Paths no suggestion or learned policy grants without being forced, and
+//! the path-set shaping both share (sibling collapse, outermost entries).
+
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The whole filesystem, process memory, credentials, the runtime's state.
 const PROTECTED: &[&str] = &[
@@ -41,6 +44,43 @@ pub fn parent(path: &str) -> String {
         Some(0) | None => "/".into(),
         Some(i) => path[..i].to_owned(),
     }
+}
+
+/// Paths grouped by directory: a directory holding `at_least` of them
+/// (0: never) for which `may` holds replaces them. The new set, and each
+/// collapse as (directory, how many it replaced), for the caller's notes.
+pub fn collapse_siblings(
+    paths: BTreeSet<String>,
+    at_least: usize,
+    may: impl Fn(&str) -> bool,
+) -> (BTreeSet<String>, Vec<(String, usize)>) {
+    if at_least == 0 {
+        return (paths, Vec::new());
+    }
+    let mut by_dir: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in paths {
+        by_dir.entry(parent(&p)).or_default().push(p);
+    }
+    let mut out = BTreeSet::new();
+    let mut collapsed = Vec::new();
+    for (dir, kids) in by_dir {
+        if kids.len() >= at_least && may(&dir) {
+            collapsed.push((dir.clone(), kids.len()));
+            out.insert(dir);
+        } else {
+            out.extend(kids);
+        }
+    }
+    (out, collapsed)
+}
+
+/// The entries no other entry of `set` holds (an entry under another adds
+/// nothing to a rule list).
+pub fn outermost(set: &BTreeSet<String>) -> Vec<String> {
+    set.iter()
+        .filter(|p| !set.iter().any(|q| q != *p && under(p, q)))
+        .cloned()
+        .collect()
 }
 
 /// `*` matches one path component.

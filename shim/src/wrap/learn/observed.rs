@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use sandboy_spec_gen::suggest::edit;
-use sandboy_spec_gen::suggest::protect::{parent, protected, under};
+use sandboy_spec_gen::suggest::protect::{collapse_siblings, outermost, parent, protected};
 use sandboy_spec_gen::suggest::Edit;
 
 /// One observed access.
@@ -129,33 +129,15 @@ fn paths(set: &BTreeSet<String>, depth: usize, list: &str, notes: &mut Vec<Strin
             "not learned: {list} of /proc/<pid> paths (they differ each run; give [fs] {list} \"/proc\" by hand if the step needs them)"
         ));
     }
-    let out = siblings(out, list, notes);
-    out.iter()
-        .filter(|p| !out.iter().any(|q| q != *p && under(p, q)))
-        .cloned()
-        .collect()
-}
-
-/// Three or more entries in one directory become the directory (not `/`,
-/// never a protected one), said in a note.
-fn siblings(paths: BTreeSet<String>, list: &str, notes: &mut Vec<String>) -> BTreeSet<String> {
-    let mut by_dir: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for p in paths {
-        by_dir.entry(parent(&p)).or_default().push(p);
+    // Not into a top-level directory (`/usr`, `/etc`), never a protected one.
+    let may = |dir: &str| parent(dir) != "/" && !protected(dir, &[]);
+    let (out, collapsed) = collapse_siblings(out, SIBLINGS, may);
+    for (dir, n) in collapsed {
+        notes.push(format!(
+            "collapsed: {n} {list} entries in {dir} became {dir:?}"
+        ));
     }
-    let mut out = BTreeSet::new();
-    for (dir, kids) in by_dir {
-        if kids.len() >= SIBLINGS && parent(&dir) != "/" && !protected(&dir, &[]) {
-            notes.push(format!(
-                "collapsed: {} {list} entries in {dir} became {dir:?}",
-                kids.len()
-            ));
-            out.insert(dir);
-        } else {
-            out.extend(kids);
-        }
-    }
-    out
+    outermost(&out)
 }
 
 /// How many entries of one directory make it the entry.
