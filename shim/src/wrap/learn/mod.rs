@@ -171,7 +171,7 @@ fn write_policy(
          # The command exited {status}; {} calls observed; paths cut to {} components;\n\
          # protected paths never granted; the default deny list kept. Learning\n\
          # observes, it does not judge: review before use.\n",
-        command.join(" "),
+        quoted(command),
         seen.calls,
         learn.depth,
     );
@@ -184,4 +184,35 @@ fn write_policy(
     std::fs::write(&learn.out, text)
         .map_err(|e| Failure::runtime(format!("learn: writing {}: {e}", learn.out.display())))?;
     Ok(())
+}
+
+/// The command on one comment line: an argument with white space, quotes
+/// or control characters is written as a quoted, escaped string (a
+/// newline in `sh -c` would otherwise end the comment and break the TOML).
+fn quoted(command: &[String]) -> String {
+    command
+        .iter()
+        .map(|a| {
+            if a.is_empty()
+                || a.chars()
+                    .any(|c| c.is_whitespace() || c.is_control() || c == '"')
+            {
+                format!("{a:?}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_multi_line_argument_stays_on_the_comment_line() {
+        let cmd = ["python3", "-c", "import x\nprint(1)"].map(String::from);
+        let line = super::quoted(&cmd);
+        assert_eq!(line, r#"python3 -c "import x\nprint(1)""#);
+        assert!(!line.contains('\n'));
+    }
 }

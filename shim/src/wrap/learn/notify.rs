@@ -219,16 +219,10 @@ fn read_port(pid: Pid, addr: u64, len: u64) -> Option<u16> {
 /// SOCK_STREAM or SOCK_DGRAM of the caller's socket, through a copy of
 /// its fd (pidfd_getfd: the same ptrace right process_vm_readv needs).
 fn socket_type(pid: Pid, fd: i32) -> Option<i32> {
-    // SAFETY: pidfd_open and pidfd_getfd return new fds or -1; each
-    // returned fd is owned exactly once below.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
-    if pidfd < 0 {
-        return None;
-    }
-    // SAFETY: see above.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
-    // SAFETY: see above.
-    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    let pidfd = crate::supervisor::pidfd::Pidfd::open(pid).ok()?;
+    // SAFETY: pidfd_getfd returns a new fd or -1; a returned fd is owned
+    // exactly once below.
+    let copy = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_fd().as_raw_fd(), fd, 0) };
     if copy < 0 {
         return None;
     }
