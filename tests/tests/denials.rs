@@ -8,6 +8,7 @@
 //! or directly, and restores the state it found (read with `AUDIT_GET`).
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
@@ -449,7 +450,6 @@ fn a_detached_container_reports_through_events_and_its_state_dir() {
         essentials(&lines),
         one("read", "/data/f", r#"add "/data/f" to [fs] read"#)
     );
-    use std::os::unix::fs::PermissionsExt;
     assert_eq!(
         fs::metadata(&report).unwrap().permissions().mode() & 0o777,
         0o600
@@ -709,4 +709,47 @@ fn suggest_allows_what_was_refused_and_nothing_else() {
     let at = format!("{}:6:", report_path.display());
     assert!(err.contains(&at), "not located at line 6: {err}");
     assert_eq!(fs::read_to_string(&policy).unwrap(), suggested);
+}
+
+/// The node configuration's `audit` key is the default for `--audit`
+/// (docs/node.md); the flag still overrides it.
+#[test]
+fn the_node_config_audit_key_is_the_default_and_the_flag_overrides_it() {
+    let test = "the_node_config_audit_key_is_the_default_and_the_flag_overrides_it";
+    if !ready(test) {
+        return;
+    }
+    let _audit = AuditState::take(Some(0));
+    let c = Confined::new(POLICY);
+    let config = |mode: &str| {
+        let path = c._host.path().join(format!("config-{mode}.toml"));
+        fs::write(&path, format!("audit = \"{mode}\"\n")).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let (on, off) = (config("enable"), config("off"));
+
+    // audit = "enable": audit is switched on and the refusal is reported.
+    let (code, lines, stderr) = c.run(&["--config", &on], &["/bin/probe", "read", "/data/f"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        essentials(&lines),
+        one("read", "/data/f", r#"add "/data/f" to [fs] read"#),
+        "{stderr}"
+    );
+    assert_eq!(audit_enabled(), 1, "audit = \"enable\" switches audit on");
+
+    // audit = "off": no report and no warning, although audit is now on.
+    let (code, lines, stderr) = c.run(&["--config", &off], &["/bin/probe", "read", "/data/f"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(!stderr.contains("unavailable"), "{stderr}");
+
+    // The flag overrides the key.
+    let (code, lines, stderr) = c.run(
+        &["--config", &off, "--audit=enable"],
+        &["/bin/probe", "read", "/data/f"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(lines.len(), 1, "{lines:?} {stderr}");
 }
