@@ -62,6 +62,11 @@ pub const GUARDS: &[Guard] = &[
         what: "memfd_create with MFD_EXEC is refused",
     },
     Guard {
+        name: "tty-inject",
+        kind: Kind::Syscall,
+        what: "ioctl TIOCSTI (push bytes into a terminal's input) and TIOCLINUX (console paste and control) fail with EPERM: a step holding the caller's terminal cannot type commands into the shell that runs after it (CVE-2017-5226 class)",
+    },
+    Guard {
         name: "tcp-fastopen",
         kind: Kind::Net,
         what: "MSG_FASTOPEN in sendto/sendmsg/sendmmsg fails with EOPNOTSUPP, setsockopt TCP_FASTOPEN/TCP_FASTOPEN_CONNECT with ENOPROTOOPT (Landlock's TCP connect hook does not see a Fast Open connect)",
@@ -134,6 +139,8 @@ const CLONE_NEW: &[u64] = &[
 const S_ISUID: u64 = 0o4000;
 const S_ISGID: u64 = 0o2000;
 const MFD_EXEC: u64 = 0x10;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541c;
 const MSG_FASTOPEN: u64 = 0x2000_0000;
 const IPPROTO_TCP: u64 = 6;
 const TCP_FASTOPEN: u64 = 23;
@@ -260,6 +267,17 @@ pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
                 out.push(rule(&["openat2"], fixed(ENOSYS), vec![]));
             }
             "memfd-exec" => per_bit(&mut out, "memfd_create", 1, &[MFD_EXEC], own),
+            // The request is an `unsigned int`: compared under the 32-bit
+            // mask, so high garbage cannot hide it (CVE-2019-10063).
+            "tty-inject" => {
+                for request in [TIOCSTI, TIOCLINUX] {
+                    out.push(rule(
+                        &["ioctl"],
+                        fixed(EPERM),
+                        vec![masked(1, INT, request)],
+                    ));
+                }
+            }
             "tcp-fastopen" => {
                 let v = fixed(EOPNOTSUPP);
                 per_bit(&mut out, "sendto", 3, &[MSG_FASTOPEN], v);
@@ -387,6 +405,7 @@ mod tests {
             "chmod",
             "openat2",
             "memfd_create",
+            "ioctl",
             "sendto",
             "setsockopt",
             "listen",

@@ -22,6 +22,9 @@
  *   openat2 PATH | euid | hello
  *   fallocate PATH MB                   (reserve MB MiB in a new file)
  *   inodes DIR                          (create files in DIR until refused: "files=N ")
+ *   tty-push [high]                     (ioctl TIOCSTI of "#" on fd 0; "high": garbage
+ *                                        in the request's upper 32 bits)
+ *   tty-size                            (ioctl TIOCGWINSZ on fd 0: the allowed counterpart)
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -409,6 +413,14 @@ int main(int argc, char **argv)
 		if (fd < 0)
 			return result(-1);
 		return result(fallocate(fd, 0, 0, (off_t)atol(b) << 20));
+	} else if (!strcmp(cmd, "tty-push")) {
+		/* The raw syscall: libc's ioctl() would truncate the request. */
+		unsigned long req = TIOCSTI | (a && !strcmp(a, "high") ? 0x100000000UL : 0);
+		char c = '#';
+		return result(syscall(SYS_ioctl, 0, req, &c));
+	} else if (!strcmp(cmd, "tty-size")) {
+		struct winsize ws;
+		return result(ioctl(0, TIOCGWINSZ, &ws));
 	} else if (!strcmp(cmd, "inodes") && a) {
 		return inode_flood(a);
 	} else if (!strcmp(cmd, "euid")) {
