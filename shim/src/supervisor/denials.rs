@@ -80,14 +80,31 @@ pub struct Denial {
 }
 
 impl Denial {
-    /// The few words for `run`'s summary: `read /etc/shadow`.
+    /// The few words for `run`'s summary on the caller's terminal, `read
+    /// /etc/shadow`. The target is the step's choice (a file name, an
+    /// abstract socket name), so its control characters are shown escaped,
+    /// never sent to the terminal.
     pub fn short(&self) -> String {
-        format!("{} {}", self.kind, self.target)
+        format!("{} {}", self.kind, escape_controls(&self.target))
     }
 
     fn key(&self) -> (String, String, Option<String>) {
         (self.kind.clone(), self.target.clone(), self.comm.clone())
     }
+}
+
+/// `s` with its control characters (ESC, BEL, newline, …) escaped as
+/// `\u{1b}`; everything else, non-ASCII names included, as it is.
+fn escape_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Read a report (`denials.jsonl`); a torn last line is skipped.
@@ -850,6 +867,22 @@ mod tests {
     const DOMAIN: &str = r#"audit(1796125375.965:56): domain=175a628fe status=allocated mode=enforcing pid=14038 uid=0 exe="/tmp/denial-exp/ll" comm="ll""#;
     const SYSCALL_READ: &str = r#"audit(1796125375.965:56): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=55f28227a01c a2=0 a3=0 items=0 ppid=13830 pid=14038 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="ll" exe="/tmp/denial-exp/ll" key=(null)"#;
     const KILL: &str = r#"audit(1796124830.237:31): auid=4294967295 uid=0 gid=0 ses=4294967295 pid=12062 comm="probe" exe="/bin/probe" sig=31 arch=c000003e syscall=101 compat=0 ip=0x43b5f9 code=0x80000000"#;
+
+    #[test]
+    fn the_summary_never_sends_control_characters_to_the_terminal() {
+        let d = Denial {
+            kind: "read".into(),
+            target: "/data/\u{1b}]0;x\u{7}é".into(),
+            pid: None,
+            comm: None,
+            exe: None,
+            allow: None,
+            count: 1,
+            blocker: "fs.read_file".into(),
+            syscall: None,
+        };
+        assert_eq!(d.short(), "read /data/\\u{1b}]0;x\\u{7}é");
+    }
 
     #[test]
     fn parses_quoted_bare_and_hex_values() {
