@@ -25,6 +25,10 @@
  *   tty-push [high]                     (ioctl TIOCSTI of "#" on fd 0; "high": garbage
  *                                        in the request's upper 32 bits)
  *   tty-size                            (ioctl TIOCGWINSZ on fd 0: the allowed counterpart)
+ *   utime PATH | fchmod PATH MODE | chown-self PATH | setxattr PATH
+ *                                       (metadata: mtime to 1000000000; fchmod through an
+ *                                        O_RDONLY fd; chown to the caller's own ids;
+ *                                        user.sandboy = "1")
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -45,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/xattr.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -418,6 +423,18 @@ int main(int argc, char **argv)
 		unsigned long req = TIOCSTI | (a && !strcmp(a, "high") ? 0x100000000UL : 0);
 		char c = '#';
 		return result(syscall(SYS_ioctl, 0, req, &c));
+	} else if (!strcmp(cmd, "utime") && a) {
+		struct timespec t[2] = {{1000000000, 0}, {1000000000, 0}};
+		return result(utimensat(AT_FDCWD, a, t, 0));
+	} else if (!strcmp(cmd, "fchmod") && a && b) {
+		fd = open(a, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return result(-1);
+		return result(fchmod(fd, (mode_t)strtoul(b, NULL, 8)));
+	} else if (!strcmp(cmd, "chown-self") && a) {
+		return result(chown(a, getuid(), getgid()));
+	} else if (!strcmp(cmd, "setxattr") && a) {
+		return result(setxattr(a, "user.sandboy", "1", 1, 0));
 	} else if (!strcmp(cmd, "tty-size")) {
 		struct winsize ws;
 		return result(ioctl(0, TIOCGWINSZ, &ws));

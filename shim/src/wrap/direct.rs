@@ -264,6 +264,10 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
     process::block_signals().map_err(|e| Failure::runtime(format!("blocking signals: {e}")))?;
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))?;
+    let metadata = match req.tier {
+        Tier::Landlock => Some(MetadataGuard::prepare(&policy, req.id)?),
+        Tier::Namespaces => None,
+    };
     // SAFETY: sandboy is single-threaded here (no runtime, no threads were
     // started for wrap); the child only runs setup code and execs or exits.
     let child = match unsafe { fork() } {
@@ -271,7 +275,12 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
         Ok(ForkResult::Child) => {
             die_with_parent();
             match req.tier {
-                Tier::Landlock => process::confine_and_exec(&exec, confinement),
+                Tier::Landlock => {
+                    if let Some(m) = &metadata {
+                        m.install_in_child();
+                    }
+                    process::confine_and_exec(&exec, confinement)
+                }
                 Tier::Namespaces => {
                     drop(confinement);
                     namespaced(&policy, &spec, &exec, req.id, req.dry_run)
@@ -280,6 +289,9 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
         }
         Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
     };
+    if let Some(m) = metadata {
+        m.serve_from_parent();
+    }
     match process::supervise(child, deadline, true) {
         Outcome::Exited(code) => {
             crate::container::report_kill(req.id, code);
@@ -293,6 +305,64 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
             );
             Ok(137)
         }
+    }
+}
+
+/// The landlock tier's metadata guard (`super::metadata`): its filter,
+/// and the socketpair its listener crosses from the child to this process.
+struct MetadataGuard {
+    filter: sandboy_confine::CompiledSeccomp,
+    ours: std::os::fd::OwnedFd,
+    theirs: std::os::fd::OwnedFd,
+    guard: super::metadata::Guard,
+}
+
+impl MetadataGuard {
+    fn prepare(policy: &Policy, id: &str) -> Result<MetadataGuard> {
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let filter = super::unotify::filter(super::metadata::NAMES)
+            .map_err(|e| Failure::runtime(format!("wrap: the metadata guard's filter: {e}")))?;
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .map_err(|e| Failure::runtime(format!("wrap: socketpair: {e}")))?;
+        Ok(MetadataGuard {
+            filter,
+            ours,
+            theirs,
+            guard: super::metadata::Guard::new(&policy.write, id),
+        })
+    }
+
+    /// In the child, before Landlock and the policy's filter (whose fd
+    /// sweep closes the socket): the filter, its listener to the parent.
+    /// Fails closed: no guard, no command.
+    fn install_in_child(&self) {
+        use std::os::fd::AsRawFd;
+        if let Err(e) = super::unotify::install_and_send(&self.filter, self.theirs.as_raw_fd()) {
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("sandboy: error: metadata guard: {e}; not running the command\n")
+                    .as_bytes(),
+            );
+            // SAFETY: _exit is always sound.
+            unsafe { libc::_exit(1) }
+        }
+    }
+
+    /// In the parent: serve the step's calls from a thread until the last
+    /// filtered process is gone. A child that died before sending has
+    /// nothing to serve (its exit status says why).
+    fn serve_from_parent(self) {
+        drop(self.theirs);
+        let Some(listener) = super::unotify::receive_listener(&self.ours) else {
+            return;
+        };
+        let guard = self.guard;
+        std::thread::spawn(move || guard.serve(&listener));
     }
 }
 

@@ -19,9 +19,11 @@ mod identity;
 mod inline;
 mod learn;
 mod loader;
+mod metadata;
 mod namespaces;
 mod process;
 mod stage;
+mod unotify;
 
 use std::path::PathBuf;
 

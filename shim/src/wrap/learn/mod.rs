@@ -16,17 +16,14 @@ mod notify;
 mod observed;
 
 use std::ffi::CString;
-use std::io::IoSlice;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use nix::sys::socket::{
-    recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
-    SockFlag, SockType,
-};
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, ForkResult};
 
+use super::unotify;
 use crate::error::{Failure, Result};
 
 /// What `--learn` was asked.
@@ -69,7 +66,7 @@ pub fn run(learn: &Learn, base: Option<&Path>, command: &[String]) -> Result<i32
         }
     };
     drop(theirs);
-    let listener = receive_fd(&ours);
+    let listener = unotify::receive_listener(&ours);
     let mut seen = observed::Observed::default();
     if let Some(l) = &listener {
         notify::serve(l, &mut seen);
@@ -107,24 +104,9 @@ fn child_exec(
     if let Err(e) = nix::sys::prctl::set_no_new_privs() {
         fail(format!("error: prctl(PR_SET_NO_NEW_PRIVS): {e}"), 1);
     }
-    let listener = match filter.install() {
-        Ok(Some(l)) => l,
-        Ok(None) => fail("error: the learn filter gave no listener".into(), 1),
-        Err(e) => fail(format!("error: installing the learn filter: {e}"), 1),
-    };
-    let fds = [listener.as_raw_fd()];
-    if sendmsg::<()>(
-        to_parent.as_raw_fd(),
-        &[IoSlice::new(b"L")],
-        &[ControlMessage::ScmRights(&fds)],
-        MsgFlags::empty(),
-        None,
-    )
-    .is_err()
-    {
-        fail("error: passing the learn listener".into(), 1);
+    if let Err(e) = unotify::install_and_send(filter, to_parent.as_raw_fd()) {
+        fail(format!("error: learn: {e}"), 1);
     }
-    drop(listener);
     let err = nix::unistd::execvp(&argv[0], argv).unwrap_err();
     let code = if err == nix::errno::Errno::ENOENT {
         127
@@ -132,26 +114,6 @@ fn child_exec(
         126
     };
     fail(format!("{}: {err}", argv[0].to_string_lossy()), code)
-}
-
-fn receive_fd(sock: &OwnedFd) -> Option<OwnedFd> {
-    let mut byte = [0u8; 1];
-    let mut iov = [std::io::IoSliceMut::new(&mut byte)];
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-    let msg = recvmsg::<()>(
-        sock.as_raw_fd(),
-        &mut iov,
-        Some(&mut space),
-        MsgFlags::MSG_CMSG_CLOEXEC,
-    )
-    .ok()?;
-    for c in msg.cmsgs().ok()? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            // SAFETY: the kernel installed these fds for us; each is owned once.
-            return fds.first().map(|&fd| unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-    }
-    None
 }
 
 fn write_policy(

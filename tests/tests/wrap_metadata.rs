@@ -1,0 +1,153 @@
+//! Metadata writes in unprivileged `wrap` (docs/security.md, "Metadata"):
+//! Landlock does not check chmod, chown, utimes or xattr writes, so the
+//! landlock tier sends them to its watchdog, which allows them only on
+//! objects in `[fs] write`. A real host user runs each probe on a file it
+//! owns outside the policy (refused, EACCES, the file unchanged, a warn
+//! event) and on one in a write path (done, the change seen from the host).
+//! The namespaces tier's host root is read-only: the same probes outside
+//! fail there too.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use sandboy_tests::*;
+
+/// What the host sees once a probe worked.
+type Changed = fn(&Path) -> bool;
+
+/// (probe subcommand, its effect).
+fn cases() -> Vec<(&'static str, Changed)> {
+    vec![
+        ("chmod", |p| mode(p) == 0o644),
+        ("fchmod", |p| mode(p) == 0o644),
+        ("utime", |p| {
+            fs::metadata(p).unwrap().mtime() == 1_000_000_000
+        }),
+        ("setxattr", has_xattr),
+        ("chown-self", |_| true),
+    ]
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn has_xattr(p: &Path) -> bool {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    let mut buf = [0u8; 8];
+    // SAFETY: getxattr into a buffer that lives for the call, its true size.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"user.sandboy".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    n == 1 && buf[0] == b'1'
+}
+
+/// A fresh 0600 file owned by `user`, mtime untouched.
+fn fresh(user: &TestUser, path: &Path) {
+    let _ = fs::remove_file(path);
+    fs::write(path, "secret\n").unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+    user.chown(path);
+}
+
+#[test]
+fn the_landlock_tier_changes_metadata_only_in_write_paths() {
+    let test = "the_landlock_tier_changes_metadata_only_in_write_paths";
+    let probe_bin = target_dir().join("probes/probe");
+    if !probe_bin.is_file() {
+        skip(test, "the probe is not built (make probes)");
+        return;
+    }
+    let Some(sandboy_bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("wrapmeta");
+    let probe = user.reachable_copy(&probe_bin, &dir);
+    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+    for d in ["out", "outside"] {
+        fs::create_dir_all(dir.path().join(d)).unwrap();
+        user.chown(&dir.path().join(d));
+    }
+    let policy = dir.path().join("p.toml");
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/etc\", \"/proc\", \"{outside}\"]\nexec = [\"{bin}\"]\nwrite = [\"{out}\"]\n[net]\nnamespace = \"{{ns}}\"\n",
+            outside = dir.path().join("outside").display(),
+            bin = probe.parent().unwrap().display(),
+            out = dir.path().join("out").display(),
+        ),
+    )
+    .unwrap();
+    let template = fs::read_to_string(&policy).unwrap();
+    for (tier, ns) in [("landlock", "host"), ("namespaces", "none")] {
+        fs::write(&policy, template.replace("{ns}", ns)).unwrap();
+        fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
+        for (probe_cmd, changed) in cases() {
+            let run = |file: &Path| {
+                let mut cmd = user.cmd(&sandboy);
+                cmd.args(["wrap", "--isolation", tier, "--policy"])
+                    .arg(&policy)
+                    .arg("--")
+                    .arg(&probe)
+                    .arg(probe_cmd)
+                    .arg(file);
+                if matches!(probe_cmd, "chmod" | "fchmod") {
+                    cmd.arg("644");
+                }
+                cmd.current_dir(dir.path());
+                output_timeout(&mut cmd, std::time::Duration::from_secs(60))
+            };
+            // Outside [fs] write (readable, owned by the user): refused.
+            let victim = dir.path().join("outside/key");
+            fresh(&user, &victim);
+            let before = fs::metadata(&victim).unwrap();
+            let o = run(&victim);
+            let what = format!("{tier} {probe_cmd} outside");
+            assert_eq!(o.status.code(), Some(1), "{what}: {}", text(&o.stderr));
+            let out = text(&o.stdout);
+            let want = if tier == "landlock" {
+                "errno=EACCES"
+            } else {
+                "errno="
+            };
+            assert!(out.contains(want), "{what}: {out} {}", text(&o.stderr));
+            let after = fs::metadata(&victim).unwrap();
+            assert_eq!(mode(&victim), 0o600, "{what}");
+            assert_eq!(after.mtime(), before.mtime(), "{what}");
+            assert!(!has_xattr(&victim), "{what}");
+            if tier == "landlock" {
+                assert!(
+                    text(&o.stderr).contains("metadata outside [fs] write"),
+                    "{what}: no warn event: {}",
+                    text(&o.stderr)
+                );
+            }
+            // Inside the write path: done, and the host sees it (the
+            // namespaces tier stages writes; its commit is wrap.rs's test).
+            if tier == "landlock" {
+                let mine = dir.path().join("out/f");
+                fresh(&user, &mine);
+                let o = run(&mine);
+                let what = format!("{tier} {probe_cmd} in [fs] write");
+                assert_eq!(
+                    o.status.code(),
+                    Some(0),
+                    "{what}: {} {}",
+                    text(&o.stdout),
+                    text(&o.stderr)
+                );
+                assert!(changed(&mine), "{what}: not changed on the host");
+            }
+        }
+    }
+}
