@@ -4,7 +4,9 @@
 * throughput: a 200 MiB download from a local HTTP server (busybox httpd on
   127.77.0.1), by host curl directly vs by curl in a root `sandboy wrap`
   container through the gateway's proxy and through its DNS stub
-  (`--noproxy '*'`); target >= 80% of direct;
+  (`--noproxy '*'`), and by curl under unprivileged `sandboy wrap` (as
+  nobody, namespaces tier: the gateway in wrap itself) through the proxy;
+  target >= 80% of direct;
 * added latency per connection: the median time of one small HTTP GET on a
   new connection, inside the container through the proxy minus on the
   host directly (target < 1 ms);
@@ -61,6 +63,24 @@ def policy(path, port, allow, host=True):
         f.write(f'version = 1\nname = "egress-bench"\n[fs]\n{fs}{net}[process]\nargs = ["/bin/true"]\n')
 
 
+def unprivileged_wrap(work, sandboy, port):
+    """The wrap command line as nobody in the namespaces tier (None, and
+    a line saying why, when that cannot run here)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        print("unprivileged wrap: skipped (needs root to switch to nobody, and setpriv)")
+        return None
+    # nobody must reach the binary, the policy and this script's directory.
+    os.chmod(work, 0o755)
+    exe = os.path.join(work, "sandboy")
+    shutil.copy(sandboy, exe)
+    os.chmod(exe, 0o755)
+    pol = os.path.join(work, "user.toml")
+    policy(pol, port, True)
+    os.chmod(pol, 0o644)
+    return ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+            exe, "wrap", "--isolation", "namespaces", "--policy", pol, "--"]
+
+
 def main():
     if sys.argv[1] == "client":
         return client(sys.argv[2], sys.argv[3])
@@ -103,6 +123,11 @@ def main():
         print(f"200 MiB download: direct {direct / mib:.0f} MiB/s; through the proxy "
               f"{proxied / mib:.0f} MiB/s ({100 * proxied / direct:.0f}%); through the DNS stub "
               f"{stub / mib:.0f} MiB/s ({100 * stub / direct:.0f}%)")
+        user = unprivileged_wrap(work, sandboy, port)
+        if user:
+            mine = med([speed(user + curl + [f"{url}/big"]) for _ in range(rounds)])
+            print(f"200 MiB download, unprivileged wrap (namespaces tier) through the proxy: "
+                  f"{mine / mib:.0f} MiB/s ({100 * mine / direct:.0f}%)")
 
         me = os.path.abspath(__file__)
         gets = str(max(n, 50))

@@ -40,6 +40,40 @@ fn has(lines: &str, want: &str) {
     );
 }
 
+fn has_all(lines: &str, want: &[&str]) {
+    for w in want {
+        has(lines, w);
+    }
+}
+
+/// The report's entry for `target`: its `allow`.
+fn entry(got: &[(String, Option<String>)], target: &str) -> Option<String> {
+    got.iter()
+        .find(|(t, _)| t == target)
+        .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
+        .1
+        .clone()
+}
+
+/// The refused unlisted name is reported with the `allow` line that would
+/// permit it and the client that asked (curl, found by its socket in the
+/// step's network namespace).
+fn reported_with_client(report_file: &Path, target: &str) {
+    let allow = entry(&report(report_file), target);
+    assert_eq!(
+        allow.as_deref(),
+        Some(format!("[net] allow = [\"{target}\"]").as_str())
+    );
+    let raw = fs::read_to_string(report_file).unwrap();
+    let d = raw
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|d| d["target"] == target)
+        .unwrap();
+    assert_eq!(d["comm"], "curl", "{d}");
+    assert!(d["pid"].as_i64().is_some_and(|p| p > 0), "{d}");
+}
+
 /// Allowed and refused destinations from host tools, under root `wrap`
 /// (a container on the host's filesystem, so curl, python and git exist).
 #[test]
@@ -190,45 +224,32 @@ echo tcp-socket $({p} socket 2 1 0)
     has(&stdout, "dns-any rcode=5 answers=0");
     // UDP, raw and packet sockets are refused by seccomp with EPERM (as
     // the issue says); TCP sockets are not.
-    for l in [
-        "udp errno=EPERM",
-        "udp6 errno=EPERM",
-        "raw errno=EPERM",
-        "packet errno=EPERM",
-        "tcp-socket ok",
-    ] {
-        has(&stdout, l);
-    }
-    let got = report(&report_file);
-    let entry = |target: &str| {
-        got.iter()
-            .find(|(t, _)| t == target)
-            .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
-    };
-    assert_eq!(
-        entry(&format!("bad.egress.test:{o}")).1.as_deref(),
-        Some(format!("[net] allow = [\"bad.egress.test:{o}\"]").as_str())
+    has_all(
+        &stdout,
+        &[
+            "udp errno=EPERM",
+            "udp6 errno=EPERM",
+            "raw errno=EPERM",
+            "packet errno=EPERM",
+            "tcp-socket ok",
+        ],
     );
-    assert_eq!(entry(&format!("no.wild.egress.test:{h}")).1, None);
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    let got = report(&report_file);
+    assert_eq!(entry(&got, &format!("no.wild.egress.test:{h}")), None);
     assert_eq!(
-        entry(&format!("127.78.0.1:{o}")).1.as_deref(),
+        entry(&got, &format!("127.78.0.1:{o}")).as_deref(),
         Some(format!("[net] allow_cidr = [\"127.78.0.1/32:{o}\"]").as_str())
     );
-    entry(&format!("web.egress.test:{s}"));
-    // The refused client is named: curl, found by its socket in the
-    // container's network namespace.
-    let raw = fs::read_to_string(&report_file).unwrap();
-    let bad = raw
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|d| d["target"] == format!("bad.egress.test:{o}"))
-        .unwrap();
-    assert_eq!(bad["comm"], "curl", "{bad}");
-    assert!(bad["pid"].as_i64().is_some_and(|p| p > 0), "{bad}");
-    entry(&format!("inner.egress.test:{h}"));
-    entry(&format!("tls.egress.test:{s} sni=other.egress.test"));
-    entry("nope.egress.test");
-    entry("bad.egress.test");
+    for t in [
+        format!("web.egress.test:{s}"),
+        format!("inner.egress.test:{h}"),
+        format!("tls.egress.test:{s} sni=other.egress.test"),
+        "nope.egress.test".into(),
+        "bad.egress.test".into(),
+    ] {
+        entry(&got, &t);
+    }
     assert!(
         text(&out.stderr).contains("egress refused"),
         "no warn event"
@@ -507,58 +528,47 @@ echo uid $(id -u)
     eprintln!("{stdout}\n{stderr}");
     assert_exit(&o_, 0);
     // Allowed, through the proxy variables and through the DNS stub.
-    for l in [
-        "proxy hello from upstream",
-        "proxy-tls hello from upstream",
-        "direct hello from upstream",
-        "dns-a rcode=0 answers=1",
-        "tcp-socket ok",
-        "resolv nameserver 127.0.0.53 options use-vc",
-        &format!("uid {}", user.uid),
-    ] {
-        has(&stdout, l);
-    }
+    has_all(
+        &stdout,
+        &[
+            "proxy hello from upstream",
+            "proxy-tls hello from upstream",
+            "direct hello from upstream",
+            "dns-a rcode=0 answers=1",
+            "tcp-socket ok",
+            "resolv nameserver 127.0.0.53 options use-vc",
+            &format!("uid {}", user.uid),
+        ],
+    );
     // Refused: an unlisted name and a listed name on an unlisted port
     // (403 from the proxy), an unlisted name without proxy (no address),
     // UDP and raw sockets (seccomp, EPERM).
-    for l in [
-        "unlisted 403",
-        "port 403",
-        "direct-unlisted 6",
-        "dns-nx rcode=3 answers=0",
-        "udp errno=EPERM",
-        "udp-stub errno=EPERM",
-        "raw errno=EPERM",
-    ] {
-        has(&stdout, l);
-    }
-    let got = report(&report_file);
-    let entry = |target: &str| {
-        got.iter()
-            .find(|(t, _)| t == target)
-            .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
-    };
-    assert_eq!(
-        entry(&format!("bad.egress.test:{o}")).1.as_deref(),
-        Some(format!("[net] allow = [\"bad.egress.test:{o}\"]").as_str())
+    has_all(
+        &stdout,
+        &[
+            "unlisted 403",
+            "port 403",
+            "direct-unlisted 6",
+            "dns-nx rcode=3 answers=0",
+            "udp errno=EPERM",
+            "udp-stub errno=EPERM",
+            "raw errno=EPERM",
+        ],
     );
-    entry(&format!("web.egress.test:{s}"));
-    entry("bad.egress.test");
-    entry("nope.egress.test");
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    let got = report(&report_file);
+    for t in [
+        format!("web.egress.test:{s}"),
+        "bad.egress.test".into(),
+        "nope.egress.test".into(),
+    ] {
+        entry(&got, &t);
+    }
     assert!(
         !got.iter()
             .any(|(t, _)| t == &format!("web.egress.test:{h}")),
         "an allowed destination was reported: {got:?}"
     );
-    // The refused client is named (found by its socket in the step's
-    // network namespace).
-    let raw = fs::read_to_string(&report_file).unwrap();
-    let bad = raw
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|d| d["target"] == format!("bad.egress.test:{o}"))
-        .unwrap();
-    assert_eq!(bad["comm"], "curl", "{bad}");
     assert!(stderr.contains("egress refused"), "no warn event");
     assert!(stderr.contains(&id), "the warn events carry the id");
     assert!(stderr.contains("refusals: "), "no summary");

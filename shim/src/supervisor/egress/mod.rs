@@ -61,20 +61,13 @@ impl Listeners {
     /// (loopback up). Port 53 as an allowed port is served by the stub's
     /// own TCP socket's address only, so it gets no listener of its own.
     pub fn bind(rules: &Egress, proxy_port: u16) -> std::io::Result<Listeners> {
-        let proxy = TcpListener::bind((Ipv4Addr::LOCALHOST, proxy_port))?;
-        let dns_udp = UdpSocket::bind((DNS_ADDR, 53))?;
-        let dns_tcp = TcpListener::bind((DNS_ADDR, 53))?;
-        let ports = rules
-            .ports()
-            .into_iter()
-            .filter(|p| *p != 53)
-            .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
-            .collect::<std::io::Result<_>>()?;
         Ok(Listeners {
-            proxy,
-            dns_udp,
-            dns_tcp,
-            ports,
+            proxy: TcpListener::bind((Ipv4Addr::LOCALHOST, proxy_port))?,
+            dns_udp: UdpSocket::bind((DNS_ADDR, 53))?,
+            dns_tcp: TcpListener::bind((DNS_ADDR, 53))?,
+            ports: direct_ports(rules)
+                .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
+                .collect::<std::io::Result<_>>()?,
         })
     }
 
@@ -92,7 +85,7 @@ impl Listeners {
     /// does not fit the rules, or an fd that is not a socket of the kind
     /// its place says, is refused.
     pub fn from_fds(rules: &Egress, fds: Vec<OwnedFd>) -> std::io::Result<Listeners> {
-        let ports: Vec<u16> = rules.ports().into_iter().filter(|p| *p != 53).collect();
+        let ports: Vec<u16> = direct_ports(rules).collect();
         if fds.len() != 3 + ports.len() {
             return Err(std::io::Error::other(format!(
                 "expected {} gateway sockets, got {}",
@@ -110,20 +103,23 @@ impl Listeners {
             }
             Ok(fd)
         };
-        let proxy = TcpListener::from(next(libc::SOCK_STREAM)?);
-        let dns_udp = UdpSocket::from(next(libc::SOCK_DGRAM)?);
-        let dns_tcp = TcpListener::from(next(libc::SOCK_STREAM)?);
-        let ports = ports
-            .into_iter()
-            .map(|p| Ok((p, TcpListener::from(next(libc::SOCK_STREAM)?))))
-            .collect::<std::io::Result<_>>()?;
+        let (stream, dgram) = (libc::SOCK_STREAM, libc::SOCK_DGRAM);
         Ok(Listeners {
-            proxy,
-            dns_udp,
-            dns_tcp,
-            ports,
+            proxy: next(stream)?.into(),
+            dns_udp: next(dgram)?.into(),
+            dns_tcp: next(stream)?.into(),
+            ports: ports
+                .into_iter()
+                .map(|p| Ok((p, next(stream)?.into())))
+                .collect::<std::io::Result<_>>()?,
         })
     }
+}
+
+/// The allowed ports that get a listener of their own: port 53 is served
+/// by the stub's TCP socket's address only.
+fn direct_ports(rules: &Egress) -> impl Iterator<Item = u16> {
+    rules.ports().into_iter().filter(|p| *p != 53)
 }
 
 /// The egress duty: rules and sockets, ready before the payload starts.
