@@ -11,6 +11,9 @@
 //!   read-only as the root (see [`super::namespaces`]).
 //!
 //! `auto` picks namespaces when a user namespace can be made, else landlock.
+//! With `[net] allow`/`allow_cidr` the namespaces tier gets the egress
+//! gateway (`super::gateway`), served by the watchdog; the landlock tier
+//! has none.
 //!
 //! The sandboy process itself stays outside as the watchdog: child
 //! subreaper, it waits for the command, kills the whole tree at the
@@ -282,8 +285,8 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))?;
     // SAFETY: sandboy is single-threaded here (no runtime, no threads were
-    // started for wrap; the gateway's start after this fork); the child
-    // only runs setup code and execs or exits.
+    // started for wrap; the gateway's threads start after this fork); the
+    // child only runs setup code and execs or exits.
     let child = match unsafe { fork() } {
         Ok(ForkResult::Parent { child }) => child,
         Ok(ForkResult::Child) => {
