@@ -579,6 +579,33 @@ echo uid $(id -u)
         user.processes()
     );
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+    // Nor when the step is killed at its deadline with a connection open
+    // through the gateway and a background process still running.
+    let id = unique_id("egress-u-timeout");
+    let hold = format!(
+        "sleep 60 & curl -s -m 60 http://web.egress.test:{h}/index.html >/dev/null; python3 -c \"import socket,time; s=socket.create_connection(('127.0.0.1', 3128)); time.sleep(60)\""
+    );
+    let o_ = run(w
+        .as_user(&user, &sandboy)
+        .args([
+            "wrap",
+            "--isolation",
+            "namespaces",
+            "--timeout",
+            "2s",
+            "--id",
+            &id,
+            "--policy",
+        ])
+        .arg(&policy)
+        .args(["--", "sh", "-c", &hold])
+        .current_dir(w.dir.path()));
+    assert_exit(&o_, 137);
+    assert!(
+        user.processes().is_empty(),
+        "processes left after the deadline: {:?}",
+        user.processes()
+    );
 }
 
 /// The landlock tier has no network namespace of its own, so no gateway:
