@@ -84,22 +84,22 @@ pub const GUARDS: &[Guard] = &[
     Guard {
         name: "socket-raw",
         kind: Kind::Net,
-        what: "SOCK_RAW and SOCK_PACKET sockets in AF_INET/AF_INET6 and ICMP datagram (ping) sockets fail with EACCES",
+        what: "SOCK_RAW and SOCK_PACKET sockets in AF_INET/AF_INET6 and ICMP datagram (ping) sockets fail with EPERM",
     },
     Guard {
         name: "socket-sctp",
         kind: Kind::Net,
-        what: "SCTP sockets (IPPROTO_SCTP, SOCK_SEQPACKET in AF_INET/AF_INET6) fail with EACCES",
+        what: "SCTP sockets (IPPROTO_SCTP, SOCK_SEQPACKET in AF_INET/AF_INET6) fail with EPERM",
     },
     Guard {
         name: "socket-netlink",
         kind: Kind::Net,
-        what: "netlink sockets other than NETLINK_ROUTE (sock_diag, netfilter, audit, …) fail with EACCES; NETLINK_ROUTE stays open for getaddrinfo and ip",
+        what: "netlink sockets other than NETLINK_ROUTE (sock_diag, netfilter, audit, …) fail with EPERM; NETLINK_ROUTE stays open for getaddrinfo and ip",
     },
     Guard {
         name: "socket-families",
         kind: Kind::Net,
-        what: "address families other than AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (AF_PACKET, AF_VSOCK — not network-namespaced —, AF_BLUETOOTH, AF_CAN, AF_ALG, AF_XDP, …) fail with EACCES",
+        what: "address families other than AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (AF_PACKET, AF_VSOCK — not network-namespaced —, AF_BLUETOOTH, AF_CAN, AF_ALG, AF_XDP, …) fail with EPERM",
     },
 ];
 
@@ -162,6 +162,11 @@ const INT: u64 = 0xffff_ffff;
 
 const EPERM: u32 = 1;
 const EACCES: u32 = 13;
+/// What a refused socket(2) returns: EPERM, the kernel's own answer for
+/// a socket a process may not open (SOCK_RAW without CAP_NET_RAW,
+/// AF_PACKET), and what issue 17 promises for UDP, ICMP and raw sockets
+/// under `[net] allow` (`[syscalls] action = "log"` only logs).
+const SOCKET_ERRNO: u32 = EPERM;
 const ENOSYS: u32 = 38;
 const ENOPROTOOPT: u32 = 92;
 const EPROTONOSUPPORT: u32 = 93;
@@ -301,7 +306,7 @@ pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
             }
             "unbound-listen" => {}
             "socket-raw" => {
-                let v = fixed(EACCES);
+                let v = fixed(SOCKET_ERRNO);
                 // Only in the inet families: netlink sockets are SOCK_RAW
                 // too, and AF_PACKET is refused with the exotic families.
                 for fam in [AF_INET, AF_INET6] {
@@ -326,7 +331,7 @@ pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
                 }
             }
             "socket-sctp" => {
-                let v = fixed(EACCES);
+                let v = fixed(SOCKET_ERRNO);
                 for fam in [AF_INET, AF_INET6] {
                     out.push(rule(
                         &["socket"],
@@ -345,14 +350,14 @@ pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
             }
             "socket-netlink" => out.push(rule(
                 &["socket"],
-                fixed(EACCES),
+                fixed(SOCKET_ERRNO),
                 vec![
                     masked(0, INT, AF_NETLINK),
                     cmp(2, LinuxSeccompOperator::ScmpCmpNe, NETLINK_ROUTE),
                 ],
             )),
             "socket-families" => {
-                let v = fixed(EACCES);
+                let v = fixed(SOCKET_ERRNO);
                 // Allowed: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16
                 // (AF_UNSPEC 0 fails in the kernel). A value above 16 in
                 // the low half is above 16 in the whole register too.
@@ -374,7 +379,7 @@ pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
         for fam in [AF_INET, AF_INET6] {
             out.push(rule(
                 &["socket"],
-                fixed(EACCES),
+                fixed(SOCKET_ERRNO),
                 vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, SOCK_DGRAM)],
             ));
         }

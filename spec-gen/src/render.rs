@@ -138,7 +138,7 @@ fn connect_ports(policy: &Policy) -> Vec<u16> {
 
 /// The proxy variables of the egress gateway (both cases: curl reads
 /// `http_proxy` only in lower case, Go and others the upper).
-fn proxy_env(policy: &Policy) -> Vec<String> {
+pub fn proxy_env(policy: &Policy) -> Vec<String> {
     if !policy.egress.is_active() {
         return Vec::new();
     }

@@ -123,6 +123,14 @@ allow_cidr = ["127.77.0.0/24:{h}", "127.77.0.0/24:{s}", "127.77.0.0/24:{t}"]
         c
     }
 
+    /// `program` as `user` (runuser), in a private mount namespace with the
+    /// test's hosts, which the unprivileged process inherits.
+    pub fn as_user(&self, user: &TestUser, program: &std::path::Path) -> Command {
+        let mut c = self.in_hosts(std::path::Path::new("runuser"));
+        c.args(["-u", &user.name, "--"]).arg(program);
+        c
+    }
+
     /// `sandboy ARGS` in a private mount namespace with the test's hosts.
     pub fn sandboy(&self, rt: &Runtime, args: &[&str]) -> Command {
         let mut c = self.in_hosts(&rt.bin);

@@ -40,6 +40,40 @@ fn has(lines: &str, want: &str) {
     );
 }
 
+fn has_all(lines: &str, want: &[&str]) {
+    for w in want {
+        has(lines, w);
+    }
+}
+
+/// The report's entry for `target`: its `allow`.
+fn entry(got: &[(String, Option<String>)], target: &str) -> Option<String> {
+    got.iter()
+        .find(|(t, _)| t == target)
+        .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
+        .1
+        .clone()
+}
+
+/// The refused unlisted name is reported with the `allow` line that would
+/// permit it and the client that asked (curl, found by its socket in the
+/// step's network namespace).
+fn reported_with_client(report_file: &Path, target: &str) {
+    let allow = entry(&report(report_file), target);
+    assert_eq!(
+        allow.as_deref(),
+        Some(format!("[net] allow = [\"{target}\"]").as_str())
+    );
+    let raw = fs::read_to_string(report_file).unwrap();
+    let d = raw
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|d| d["target"] == target)
+        .unwrap();
+    assert_eq!(d["comm"], "curl", "{d}");
+    assert!(d["pid"].as_i64().is_some_and(|p| p > 0), "{d}");
+}
+
 /// Allowed and refused destinations from host tools, under root `wrap`
 /// (a container on the host's filesystem, so curl, python and git exist).
 #[test]
@@ -188,49 +222,34 @@ echo tcp-socket $({p} socket 2 1 0)
     has(&stdout, "dns-nx rcode=3 answers=0");
     has(&stdout, "dns-txt rcode=5 answers=0");
     has(&stdout, "dns-any rcode=5 answers=0");
-    // UDP, raw and packet sockets are refused by seccomp (EACCES, the
-    // network guard's errno); TCP sockets are not.
-    has(&stdout, "udp errno=EACCES");
-    has(&stdout, "udp6 errno=EACCES");
-    assert!(
-        stdout.contains("raw errno=EACCES") || stdout.contains("raw errno=EPERM"),
-        "{stdout}"
+    // UDP, raw and packet sockets are refused by seccomp with EPERM (as
+    // the issue says); TCP sockets are not.
+    has_all(
+        &stdout,
+        &[
+            "udp errno=EPERM",
+            "udp6 errno=EPERM",
+            "raw errno=EPERM",
+            "packet errno=EPERM",
+            "tcp-socket ok",
+        ],
     );
-    assert!(
-        stdout.contains("packet errno=EACCES") || stdout.contains("packet errno=EPERM"),
-        "{stdout}"
-    );
-    has(&stdout, "tcp-socket ok");
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
     let got = report(&report_file);
-    let entry = |target: &str| {
-        got.iter()
-            .find(|(t, _)| t == target)
-            .unwrap_or_else(|| panic!("no report entry {target}: {got:?}"))
-    };
+    assert_eq!(entry(&got, &format!("no.wild.egress.test:{h}")), None);
     assert_eq!(
-        entry(&format!("bad.egress.test:{o}")).1.as_deref(),
-        Some(format!("[net] allow = [\"bad.egress.test:{o}\"]").as_str())
-    );
-    assert_eq!(entry(&format!("no.wild.egress.test:{h}")).1, None);
-    assert_eq!(
-        entry(&format!("127.78.0.1:{o}")).1.as_deref(),
+        entry(&got, &format!("127.78.0.1:{o}")).as_deref(),
         Some(format!("[net] allow_cidr = [\"127.78.0.1/32:{o}\"]").as_str())
     );
-    entry(&format!("web.egress.test:{s}"));
-    // The refused client is named: curl, found by its socket in the
-    // container's network namespace.
-    let raw = fs::read_to_string(&report_file).unwrap();
-    let bad = raw
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|d| d["target"] == format!("bad.egress.test:{o}"))
-        .unwrap();
-    assert_eq!(bad["comm"], "curl", "{bad}");
-    assert!(bad["pid"].as_i64().is_some_and(|p| p > 0), "{bad}");
-    entry(&format!("inner.egress.test:{h}"));
-    entry(&format!("tls.egress.test:{s} sni=other.egress.test"));
-    entry("nope.egress.test");
-    entry("bad.egress.test");
+    for t in [
+        format!("web.egress.test:{s}"),
+        format!("inner.egress.test:{h}"),
+        format!("tls.egress.test:{s} sni=other.egress.test"),
+        "nope.egress.test".into(),
+        "bad.egress.test".into(),
+    ] {
+        entry(&got, &t);
+    }
     assert!(
         text(&out.stderr).contains("egress refused"),
         "no warn event"
@@ -293,7 +312,7 @@ fn run_reaches_allowed_names_only() {
     assert!(stdout.contains("403"), "{stdout}");
     assert!(!stdout.contains("bad 0"), "{stdout}");
     if target_dir().join("probes/probe").exists() {
-        has(&stdout, "udp errno=EACCES raw errno=EACCES");
+        has(&stdout, "udp errno=EPERM raw errno=EPERM");
     } else {
         skip(
             "run_reaches_allowed_names_only (socket probes)",
@@ -425,12 +444,178 @@ fn bad_egress_annotation_is_a_config_error() {
     );
 }
 
-/// Unprivileged `wrap` has no gateway: under `enforce` a policy with host
-/// rules is refused (exit 2) in both tiers; under `best-effort` it runs
-/// without them, with a warning, and the step keeps only `[net] connect`.
+/// Unprivileged `wrap`, namespaces tier: the step's own network namespace
+/// gets the gateway, served by the wrap process outside it (as the user,
+/// unconfined). Each refusal next to its allowed counterpart; the report
+/// names the refused client; nothing is left once the step has ended.
 #[test]
-fn unprivileged_wrap_refuses_host_rules_under_enforce() {
-    let test = "unprivileged_wrap_refuses_host_rules_under_enforce";
+fn unprivileged_wrap_has_the_gateway_in_the_namespaces_tier() {
+    let test = "unprivileged_wrap_has_the_gateway_in_the_namespaces_tier";
+    let Some(w) = World::start(test) else {
+        return;
+    };
+    let Some(bin) = need_sandboy(test) else {
+        return;
+    };
+    let probe_bin = target_dir().join("probes/probe");
+    if !probe_bin.is_file() {
+        return skip(test, "the C probe is not built (make probes)");
+    }
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let sandboy = user.reachable_copy(&bin, &w.dir);
+    let c_probe = user.reachable_copy(&probe_bin, &w.dir);
+    let out = w.out();
+    user.chown(&out);
+    let py = repo().join("tests/egress/probe.py");
+    let policy = w.dir.path().join("u.toml");
+    fs::write(
+        &policy,
+        format!(
+            r#"version = 1
+name = "egress-unprivileged"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/usr", "/lib", "/lib64", "/etc", "/bin", "/proc", "{py}"]
+exec = ["/usr", "/bin", "/lib", "/lib64", "{bin}"]
+write = ["/dev/null"]
+{net}
+"#,
+            py = py.parent().unwrap().display(),
+            bin = c_probe.parent().unwrap().display(),
+            net = w.net()
+        ),
+    )
+    .unwrap();
+    let (h, s, o) = (w.http, w.https, w.other);
+    let code = "curl -s -m 20 -o /dev/null -w '%{http_code}\\n'";
+    let (p, c) = (
+        format!("/usr/bin/python3 {}", py.display()),
+        c_probe.display(),
+    );
+    let script = format!(
+        r#"
+echo proxy $(curl -sS -m 20 http://web.egress.test:{h}/index.html)
+echo proxy-tls $(curl -sS -m 20 -k https://tls.egress.test:{s}/index.html)
+echo direct $(curl -sS -m 20 --noproxy '*' http://web.egress.test:{h}/index.html)
+echo unlisted $({code} http://bad.egress.test:{o}/index.html)
+echo port $({code} http://web.egress.test:{s}/index.html)
+curl -sS -m 20 --noproxy '*' http://bad.egress.test:{o}/ >/dev/null 2>&1; echo direct-unlisted $?
+echo dns-a $({p} dns web.egress.test 1)
+echo dns-nx $({p} dns nope.egress.test 1)
+echo udp $({c} udp-send 9)
+echo udp-stub $({c} udp-send 53)
+echo tcp-socket $({c} socket 2 1 0)
+echo raw $({c} socket 2 3 1)
+echo resolv $(cat /etc/resolv.conf)
+echo uid $(id -u)
+"#
+    );
+    let report_file = out.join("report.jsonl");
+    let id = unique_id("egress-u");
+    let o_ = run(w
+        .as_user(&user, &sandboy)
+        .args(["wrap", "--isolation", "namespaces", "--id", &id, "--policy"])
+        .arg(&policy)
+        .arg("--report")
+        .arg(&report_file)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(w.dir.path()));
+    let stdout = text(&o_.stdout);
+    let stderr = text(&o_.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert_exit(&o_, 0);
+    // Allowed, through the proxy variables and through the DNS stub.
+    has_all(
+        &stdout,
+        &[
+            "proxy hello from upstream",
+            "proxy-tls hello from upstream",
+            "direct hello from upstream",
+            "dns-a rcode=0 answers=1",
+            "tcp-socket ok",
+            "resolv nameserver 127.0.0.53 options use-vc",
+            &format!("uid {}", user.uid),
+        ],
+    );
+    // Refused: an unlisted name and a listed name on an unlisted port
+    // (403 from the proxy), an unlisted name without proxy (no address),
+    // UDP and raw sockets (seccomp, EPERM).
+    has_all(
+        &stdout,
+        &[
+            "unlisted 403",
+            "port 403",
+            "direct-unlisted 6",
+            "dns-nx rcode=3 answers=0",
+            "udp errno=EPERM",
+            "udp-stub errno=EPERM",
+            "raw errno=EPERM",
+        ],
+    );
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    let got = report(&report_file);
+    for t in [
+        format!("web.egress.test:{s}"),
+        "bad.egress.test".into(),
+        "nope.egress.test".into(),
+    ] {
+        entry(&got, &t);
+    }
+    assert!(
+        !got.iter()
+            .any(|(t, _)| t == &format!("web.egress.test:{h}")),
+        "an allowed destination was reported: {got:?}"
+    );
+    assert!(stderr.contains("egress refused"), "no warn event");
+    assert!(stderr.contains(&id), "the warn events carry the id");
+    assert!(stderr.contains("refusals: "), "no summary");
+    // Nothing left: the gateway lived in the wrap process.
+    assert!(
+        user.processes().is_empty(),
+        "processes left: {:?}",
+        user.processes()
+    );
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+    // Nor when the step is killed at its deadline with a connection open
+    // through the gateway and a background process still running.
+    let id = unique_id("egress-u-timeout");
+    let hold = format!(
+        "sleep 60 & curl -s -m 60 http://web.egress.test:{h}/index.html >/dev/null; python3 -c \"import socket,time; s=socket.create_connection(('127.0.0.1', 3128)); time.sleep(60)\""
+    );
+    let o_ = run(w
+        .as_user(&user, &sandboy)
+        .args([
+            "wrap",
+            "--isolation",
+            "namespaces",
+            "--timeout",
+            "2s",
+            "--id",
+            &id,
+            "--policy",
+        ])
+        .arg(&policy)
+        .args(["--", "sh", "-c", &hold])
+        .current_dir(w.dir.path()));
+    assert_exit(&o_, 137);
+    assert!(
+        user.processes().is_empty(),
+        "processes left after the deadline: {:?}",
+        user.processes()
+    );
+}
+
+/// The landlock tier has no network namespace of its own, so no gateway:
+/// under `enforce` a policy with host rules is refused (exit 2, one clear
+/// error, nothing run or left); under `best-effort` it runs without them,
+/// with a warning, and the step keeps only `[net] connect`. The namespaces
+/// tier serves the same policy (test above).
+#[test]
+fn the_landlock_tier_refuses_host_rules_under_enforce() {
+    let test = "the_landlock_tier_refuses_host_rules_under_enforce";
     let Some(bin) = need_sandboy(test) else {
         return;
     };
@@ -449,28 +634,33 @@ fn unprivileged_wrap_refuses_host_rules_under_enforce() {
         p
     };
     let (enforce, best) = (policy("enforce"), policy("best-effort"));
-    for tier in ["landlock", "namespaces"] {
-        let wrap = |p: &Path| {
-            let mut c = user.cmd(&sandboy);
-            c.args(["wrap", "--isolation", tier, "--policy"])
-                .arg(p)
-                .args(["--", "true"])
-                .current_dir(dir.path());
-            run(&mut c)
-        };
-        let o = wrap(&enforce);
-        assert_exit(&o, 2);
-        assert!(
-            text(&o.stderr).contains("need the egress gateway"),
-            "{tier}: {}",
-            text(&o.stderr)
-        );
-        let o = wrap(&best);
-        assert_exit(&o, 0);
-        assert!(
-            text(&o.stderr).contains("not enforced by unprivileged wrap"),
-            "{tier}: {}",
-            text(&o.stderr)
-        );
-    }
+    let wrap = |p: &Path| {
+        let mut c = user.cmd(&sandboy);
+        c.args(["wrap", "--isolation", "landlock", "--policy"])
+            .arg(p)
+            .args(["--", "sh", "-c", "echo ran"])
+            .current_dir(dir.path());
+        run(&mut c)
+    };
+    let o = wrap(&enforce);
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("need the egress gateway")
+            && err.contains("landlock tier")
+            && err.contains("enforce.toml")
+            && err.contains("--isolation namespaces"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "one error line: {err}");
+    assert!(!text(&o.stdout).contains("ran"), "the step ran");
+    assert!(user.processes().is_empty(), "processes left");
+    let o = wrap(&best);
+    assert_exit(&o, 0);
+    has(&text(&o.stdout), "ran");
+    assert!(
+        text(&o.stderr).contains("not enforced by the landlock tier"),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -1478,16 +1478,16 @@ fn socket_families_and_udp_need_the_policy() {
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let tport = tcp.local_addr().unwrap().port();
     let cases_denied: &[(&str, &str)] = &[
-        ("socket 40 1 0", "errno=EACCES"),      // AF_VSOCK
-        ("socket 17 3 0", "errno=EACCES"),      // AF_PACKET
-        ("socket 2 3 1", "errno=EACCES"),       // raw ICMP
-        ("socket 2 524291 1", "errno=EACCES"),  // SOCK_RAW | SOCK_CLOEXEC
-        ("socket 2 2 1", "errno=EACCES"),       // ICMP datagram (ping)
-        ("socket 2 1 132", "errno=EACCES"),     // SCTP
-        ("socket 16 3 4", "errno=EACCES"),      // NETLINK_SOCK_DIAG
-        ("socket 31 1 0", "errno=EACCES"),      // AF_BLUETOOTH
-        ("socket 2 2 0", "errno=EACCES"),       // UDP
-        ("socket 10 526338 0", "errno=EACCES"), // UDP6, NONBLOCK | CLOEXEC
+        ("socket 40 1 0", "errno=EPERM"),      // AF_VSOCK
+        ("socket 17 3 0", "errno=EPERM"),      // AF_PACKET
+        ("socket 2 3 1", "errno=EPERM"),       // raw ICMP
+        ("socket 2 524291 1", "errno=EPERM"),  // SOCK_RAW | SOCK_CLOEXEC
+        ("socket 2 2 1", "errno=EPERM"),       // ICMP datagram (ping)
+        ("socket 2 1 132", "errno=EPERM"),     // SCTP
+        ("socket 16 3 4", "errno=EPERM"),      // NETLINK_SOCK_DIAG
+        ("socket 31 1 0", "errno=EPERM"),      // AF_BLUETOOTH
+        ("socket 2 2 0", "errno=EPERM"),       // UDP
+        ("socket 10 526338 0", "errno=EPERM"), // UDP6, NONBLOCK | CLOEXEC
     ];
     let allowed: &[(&str, &str)] = &[
         ("socket 16 3 0", "ok"), // NETLINK_ROUTE (getaddrinfo, ip)
@@ -1499,7 +1499,7 @@ fn socket_families_and_udp_need_the_policy() {
     let mut cases = cases_denied.to_vec();
     cases.extend_from_slice(allowed);
     let send = format!("udp-send {uport}");
-    cases.push((&send, "errno=EACCES"));
+    cases.push((&send, "errno=EPERM"));
     expect_table(&s, &cases);
     // Own network namespace: vsock is not namespaced, so still refused.
     let none = Sandbox::generated(
@@ -1507,7 +1507,7 @@ fn socket_families_and_udp_need_the_policy() {
     );
     expect_table(
         &none,
-        &[("socket 40 1 0", "errno=EACCES"), ("socket 2 1 0", "ok")],
+        &[("socket 40 1 0", "errno=EPERM"), ("socket 2 1 0", "ok")],
     );
     // `udp = [port]` opens UDP (all ports: seccomp cannot see them).
     let s = Sandbox::generated(&tcp_policy(tport, &format!("udp = [{uport}]")));
@@ -1516,7 +1516,7 @@ fn socket_families_and_udp_need_the_policy() {
         &[
             (&send, "ok"),
             ("socket 2 2 0", "ok"),
-            ("socket 2 2 1", "errno=EACCES"),
+            ("socket 2 2 1", "errno=EPERM"),
         ],
     );
     let mut buf = [0u8; 4];
@@ -1529,7 +1529,7 @@ fn socket_families_and_udp_need_the_policy() {
     ));
     expect_table(
         &s,
-        &[("socket 16 3 4", "ok"), ("socket 40 1 0", "errno=EACCES")],
+        &[("socket 16 3 4", "ok"), ("socket 40 1 0", "errno=EPERM")],
     );
 }
 

@@ -18,7 +18,9 @@ pub const RESOLV_CONF: &str = "nameserver 127.0.0.53\noptions use-vc\n";
 /// the stub (an image's or the host's entries would point nowhere).
 pub const HOSTS: &str = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 
-const FILES: [(&str, &str, &str); 2] = [
+/// The resolver files: name in the shadow bundle, destination, text
+/// (unprivileged wrap binds the same over its root, `wrap::namespaces`).
+pub const FILES: [(&str, &str, &str); 2] = [
     ("resolv.conf", "/etc/resolv.conf", RESOLV_CONF),
     ("hosts", "/etc/hosts", HOSTS),
 ];

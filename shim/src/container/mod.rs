@@ -16,7 +16,7 @@ mod claim;
 mod compat;
 mod create;
 mod delete;
-mod egress;
+pub mod egress;
 mod exec;
 pub mod limits;
 pub mod loopback;

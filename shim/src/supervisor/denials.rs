@@ -609,7 +609,8 @@ const MAX_OPEN: usize = 1024;
 
 pub struct Collector {
     id: String,
-    report: PathBuf,
+    /// Where the report is kept up to date (`None`: in memory only).
+    report: Option<PathBuf>,
     members: Members,
     policy: Policy,
     domains: HashSet<String>,
@@ -626,10 +627,28 @@ pub struct Collector {
 impl Collector {
     pub fn new(id: &str, state_dir: &Path, init: i32, policy: Policy) -> Self {
         Collector {
-            id: id.to_owned(),
-            report: state_dir.join(REPORT_FILE),
+            report: Some(state_dir.join(REPORT_FILE)),
             members: Members::of(init, state_dir),
             policy,
+            ..Collector::in_memory(id)
+        }
+    }
+
+    /// A collector of refusals [`Collector::record`]ed by other duties
+    /// only (no audit records, no state directory): unprivileged wrap's
+    /// egress gateway. The report is [`Collector::jsonl`], written by the
+    /// caller.
+    pub fn in_memory(id: &str) -> Self {
+        Collector {
+            id: id.to_owned(),
+            report: None,
+            members: Members {
+                init: 0,
+                tenants: PathBuf::new(),
+                pidns: None,
+                cgroups: Vec::new(),
+            },
+            policy: Policy::default(),
             domains: HashSet::new(),
             pending: Default::default(),
             seen: HashMap::new(),
@@ -785,7 +804,9 @@ impl Collector {
             tracing::warn!(
                 id,
                 "further refusals are not logged one by one; they are in {}",
-                self.report.display()
+                self.report
+                    .as_ref()
+                    .map_or("the report".into(), |r| r.display().to_string())
             );
         }
     }
@@ -803,12 +824,11 @@ impl Collector {
     pub fn write(&mut self) {
         self.dirty = false;
         self.written = Instant::now();
-        let mut text = String::new();
-        for d in &self.denials {
-            text.push_str(&serde_json::to_string(d).expect("plain data serializes"));
-            text.push('\n');
-        }
-        let tmp = self.report.with_extension("jsonl.tmp");
+        let Some(report) = &self.report else {
+            return;
+        };
+        let text = self.jsonl();
+        let tmp = report.with_extension("jsonl.tmp");
         let written = fs::OpenOptions::new()
             .write(true)
             .create(true)
@@ -816,12 +836,27 @@ impl Collector {
             .mode(0o600)
             .open(&tmp)
             .and_then(|mut f| f.write_all(text.as_bytes()))
-            .and_then(|()| fs::rename(&tmp, &self.report));
+            .and_then(|()| fs::rename(&tmp, report));
         if let Err(e) = written {
             // The state directory is gone: the container was deleted.
             let _ = fs::remove_file(&tmp);
             tracing::debug!(id = %self.id, error = %e, "denial report not written");
         }
+    }
+
+    /// The report's text: one JSON object a line (SPEC §8).
+    pub fn jsonl(&self) -> String {
+        let mut text = String::new();
+        for d in &self.denials {
+            text.push_str(&serde_json::to_string(d).expect("plain data serializes"));
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The distinct refusals so far.
+    pub fn denials(&self) -> &[Denial] {
+        &self.denials
     }
 
     /// At exit: the last event, the final report, and the overflow count.

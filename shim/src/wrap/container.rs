@@ -196,14 +196,7 @@ fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, policy: &Policy, cwd:
 fn bind_host_root(rootfs: &Path) -> Result<()> {
     let err = |what: &str, e: nix::Error| Failure::runtime(format!("wrap: {what}: {e}"));
     unshare(CloneFlags::CLONE_NEWNS).map_err(|e| err("unshare(CLONE_NEWNS)", e))?;
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|e| err("making / private", e))?;
+    make_private().map_err(|e| err("making / private", e))?;
     mount(
         Some("/"),
         rootfs,
@@ -213,6 +206,18 @@ fn bind_host_root(rootfs: &Path) -> Result<()> {
     )
     .map_err(|e| err("binding / at the rootfs", e))?;
     set_recursive_readonly(rootfs)
+}
+
+/// Every mount of this (new) mount namespace private, so nothing done
+/// here propagates to the host's.
+pub(super) fn make_private() -> nix::Result<()> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
 }
 
 /// `mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`: every submount of the

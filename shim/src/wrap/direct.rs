@@ -11,6 +11,9 @@
 //!   read-only as the root (see [`super::namespaces`]).
 //!
 //! `auto` picks namespaces when a user namespace can be made, else landlock.
+//! With `[net] allow`/`allow_cidr` the namespaces tier gets the egress
+//! gateway (`super::gateway`), served by the watchdog; the landlock tier
+//! has none.
 //!
 //! The sandboy process itself stays outside as the watchdog: child
 //! subreaper, it waits for the command, kills the whole tree at the
@@ -49,7 +52,8 @@ use sandboy_spec_gen::render;
 
 use super::process::{self, Exec, Outcome, Rlimits};
 use super::stage::Held;
-use super::{namespaces, Isolation};
+use super::{gateway, namespaces, Isolation};
+use crate::container::Ran;
 use crate::error::{Failure, Result};
 
 /// The tier actually used.
@@ -126,18 +130,22 @@ pub struct Request<'a> {
     pub tier: Tier,
     /// Discard the staged writes (namespaces tier) whatever the status.
     pub dry_run: bool,
+    /// Where the egress gateway's refusals go (`--report`).
+    pub report: Option<&'a std::path::Path>,
 }
 
 /// The environment: the caller's (unless `clear_env`) with the policy's
-/// `[process] env` added. The policy's `PATH` default does not replace the
-/// caller's `PATH`; a `PATH` the policy sets does.
+/// `[process] env` added, then the egress gateway's proxy variables (which
+/// replace the caller's: a host proxy is not reachable from the step). The
+/// policy's `PATH` default does not replace the caller's `PATH`; a `PATH`
+/// the policy sets does.
 pub(super) fn environment(policy: &Policy, clear_env: bool) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = if clear_env {
         Vec::new()
     } else {
         std::env::vars_os().collect()
     };
-    for e in &policy.env {
+    for e in policy.env.iter().chain(&render::proxy_env(policy)) {
         let Some((k, v)) = e.split_once('=') else {
             continue;
         };
@@ -210,8 +218,9 @@ fn confine_failure(e: ConfineError) -> Failure {
     }
 }
 
-/// Run the command confined in `req.tier`; its exit status.
-pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
+/// Run the command confined in `req.tier`; its exit status, and the
+/// egress gateway's refusals (namespaces tier with `[net] allow`).
+pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     check_tier(&policy, req.tier, req.id)?;
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::runtime(format!("wrap: the working directory: {e}")))?;
@@ -223,7 +232,7 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
     let name = &req.command[0];
     let Some(program) = process::find_program(name, path_var.as_deref(), &cwd) else {
         process::not_found(name);
-        return Ok(127);
+        return Ok(Ran::status(127));
     };
     super::loader::grant(&mut policy, Some(&program));
 
@@ -261,6 +270,17 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
     };
     let deadline = policy.timeout.map(|t| Instant::now() + t.0);
 
+    let plan = match req.tier {
+        Tier::Namespaces => gateway::Plan::new(&policy)?,
+        // `wrap` refused or dropped the host rules already (fail closed).
+        Tier::Landlock if policy.egress.is_active() => {
+            return Err(Failure::config(
+                "the landlock tier has no egress gateway for [net] allow/allow_cidr",
+            ))
+        }
+        Tier::Landlock => None,
+    };
+
     process::block_signals().map_err(|e| Failure::runtime(format!("blocking signals: {e}")))?;
     nix::sys::prctl::set_child_subreaper(true)
         .map_err(|e| Failure::runtime(format!("prctl(PR_SET_CHILD_SUBREAPER): {e}")))?;
@@ -269,7 +289,8 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
         Tier::Namespaces => None,
     };
     // SAFETY: sandboy is single-threaded here (no runtime, no threads were
-    // started for wrap); the child only runs setup code and execs or exits.
+    // started for wrap; the gateway's threads start after this fork); the
+    // child only runs setup code and execs or exits.
     let child = match unsafe { fork() } {
         Ok(ForkResult::Parent { child }) => child,
         Ok(ForkResult::Child) => {
@@ -283,7 +304,7 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
                 }
                 Tier::Namespaces => {
                     drop(confinement);
-                    namespaced(&policy, &spec, &exec, req.id, req.dry_run)
+                    namespaced(&policy, &spec, &exec, req.id, req.dry_run, plan)
                 }
             }
         }
@@ -292,10 +313,19 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
     if let Some(m) = metadata {
         m.serve_from_parent();
     }
-    match process::supervise(child, deadline, true) {
+    // The gateway is served from here: outside the step's namespaces and
+    // confinement, in the caller's network namespace.
+    let gateway = match plan.map(|p| p.serve(req.id, child.as_raw())).transpose() {
+        Ok(g) => g,
+        Err(e) => {
+            process::kill_descendants();
+            return Err(e);
+        }
+    };
+    let status = match process::supervise(child, deadline, true) {
         Outcome::Exited(code) => {
             crate::container::report_kill(req.id, code);
-            Ok(code)
+            code
         }
         Outcome::TimedOut => {
             tracing::warn!(
@@ -303,8 +333,12 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<i32> {
                 timeout = ?policy.timeout.map(|t| t.0),
                 "timeout: the wrapped command ran past its deadline; killed its whole process tree"
             );
-            Ok(137)
+            137
         }
+    };
+    match gateway {
+        Some(g) => g.finish(status, req.report),
+        None => Ok(Ran::status(status)),
     }
 }
 
@@ -394,7 +428,14 @@ fn die_with_parent() {
 
 /// The namespaces tier from the first child on: namespaces, then pid 1
 /// (builds the root, reaps), then the command. Never returns.
-fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec, id: &str, dry_run: bool) -> ! {
+fn namespaced(
+    policy: &Policy,
+    spec: &Spec,
+    exec: &Exec,
+    id: &str,
+    dry_run: bool,
+    gateway: Option<gateway::Plan>,
+) -> ! {
     let fail = |e: &dyn std::fmt::Display| -> ! {
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),
@@ -409,6 +450,12 @@ fn namespaced(policy: &Policy, spec: &Spec, exec: &Exec, id: &str, dry_run: bool
     };
     if let Err(e) = namespaces::enter(policy.net_namespace) {
         fail(&e);
+    }
+    // Before anything of the step runs, in its network namespace.
+    if let Some(Err(e)) = gateway.map(gateway::Plan::bind_and_send) {
+        fail(&format!(
+            "egress gateway: binding its sockets in the step's network namespace: {e}"
+        ));
     }
     // SAFETY: single-threaded child; see `run`.
     match unsafe { fork() } {

@@ -15,6 +15,7 @@
 mod commit;
 mod container;
 mod direct;
+mod gateway;
 mod identity;
 mod inline;
 mod learn;
@@ -113,9 +114,12 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
         direct::Tier::Namespaces => NetNamespace::None,
     };
     let mut policy = load_policy(&opts, ns)?;
-    without_gateway(&mut policy, &id)?;
+    if tier == direct::Tier::Landlock {
+        without_gateway(&mut policy, &id)?;
+    }
     // Unprivileged tiers read no audit records: refusals show as the
-    // command's own errors and wrap's 126/127.
+    // command's own errors and wrap's 126/127; the egress gateway's (the
+    // namespaces tier's) are reported.
     direct::run(
         policy,
         direct::Request {
@@ -124,15 +128,15 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
             clear_env: opts.clear_env,
             tier,
             dry_run: opts.dry_run,
+            report: opts.report.as_deref(),
         },
     )
-    .map(Ran::status)
 }
 
-/// The unprivileged tiers have no egress gateway (it needs the runtime's
-/// supervisor and a network namespace made by root): under `enforce` a
-/// policy with `[net] allow`/`allow_cidr` is refused; otherwise the host
-/// rules are dropped with a warning, so the step keeps only `[net] connect`
+/// The landlock tier has no egress gateway (it needs a network namespace
+/// of the step's own, and so a user namespace): under `enforce` a policy
+/// with `[net] allow`/`allow_cidr` is refused; otherwise the host rules
+/// are dropped with a warning, so the step keeps only `[net] connect`
 /// (never the allowed ports to any host).
 fn without_gateway(policy: &mut Policy, id: &str) -> Result<()> {
     if !policy.egress.is_active() {
@@ -140,13 +144,13 @@ fn without_gateway(policy: &mut Policy, id: &str) -> Result<()> {
     }
     if policy.landlock_mode == sandboy_spec_gen::annotations::LandlockMode::Enforce {
         return Err(Failure::config(format!(
-            "{}: [net] allow/allow_cidr need the egress gateway, which only root `sandboy wrap` (a container) provides; run as root, or set [landlock] mode = \"best-effort\" to run without the host rules (no network beyond [net] connect)",
+            "{}: [net] allow/allow_cidr need the egress gateway, which the landlock tier cannot provide (it has no network namespace of its own without a user namespace); use --isolation namespaces (or auto) where unprivileged user namespaces work, run as root, or set [landlock] mode = \"best-effort\" to run without the host rules (no network beyond [net] connect)",
             policy.file
         )));
     }
     tracing::warn!(
         id,
-        "[net] allow/allow_cidr are not enforced by unprivileged wrap (no egress gateway): the step gets only [net] connect"
+        "[net] allow/allow_cidr are not enforced by the landlock tier of unprivileged wrap (no egress gateway): the step gets only [net] connect"
     );
     policy.egress = Default::default();
     Ok(())
@@ -240,6 +244,8 @@ pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<
             tier,
             // The wasm host writes only its output, through stdout.
             dry_run: false,
+            report: None,
         },
     )
+    .map(|ran| ran.status)
 }

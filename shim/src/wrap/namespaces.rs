@@ -166,17 +166,9 @@ fn mount_point(src: &Path, dst: &Path) -> Result<(), SetupError> {
 /// are directories are staged (`super::stage`): what the commit needs is
 /// returned, since the host root is gone once this returns.
 pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> {
-    ctx(
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        )
-        .map_err(nix_io),
-        || "making / private".into(),
-    )?;
+    ctx(super::container::make_private().map_err(nix_io), || {
+        "making / private".into()
+    })?;
     let stage = Path::new("/tmp");
     tmpfs(stage, "mode=0700")?;
     for d in ["newroot", "oldroot"] {
@@ -290,6 +282,9 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
             })?;
         }
     }
+    if policy.egress.is_active() {
+        resolver_files(new)?;
+    }
 
     ctx(chdir(new).map_err(nix_io), || "chdir newroot".into())?;
     ctx(pivot_root(".", ".").map_err(nix_io), || {
@@ -300,6 +295,43 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
     })?;
     ctx(chdir("/").map_err(nix_io), || "chdir /".into())?;
     Ok(held)
+}
+
+/// The egress gateway's resolver files (the stub, `use-vc`; localhost
+/// only in hosts), as a container gets them: written in the stage (this
+/// user's tmpfs) and bound read-only over `/etc/resolv.conf` and
+/// `/etc/hosts` of the new root, on top of any write path. Without them
+/// the host's resolver would point where the step has no route, so a
+/// destination that is missing is an error. A symlink (systemd-resolved's
+/// `/etc/resolv.conf`) is followed inside the new root.
+fn resolver_files(new: &Path) -> Result<(), SetupError> {
+    let dir = Path::new("/gateway");
+    ctx(fs::create_dir(dir), || "mkdir stage gateway".into())?;
+    for (file, dest, text) in crate::container::egress::FILES {
+        let src = dir.join(file);
+        ctx(fs::write(&src, text), || {
+            format!("writing {}", src.display())
+        })?;
+        let mut dst = new.join(dest.trim_start_matches('/'));
+        if let Ok(target) = fs::read_link(&dst) {
+            dst = match target.strip_prefix("/") {
+                Ok(abs) => new.join(abs),
+                Err(_) => dst.parent().unwrap_or(new).join(target),
+            };
+        }
+        if !dst.exists() {
+            return Err(SetupError {
+                what: format!("the egress gateway's {dest}"),
+                source: std::io::Error::from_raw_os_error(libc::ENOENT),
+            });
+        }
+        bind(&src, &dst, "resolver file")?;
+        super::container::set_recursive_readonly(&dst).map_err(|e| SetupError {
+            what: format!("read-only {dest}"),
+            source: std::io::Error::other(e.message),
+        })?;
+    }
+    Ok(())
 }
 
 /// nosuid and nodev on every write path; noexec unless an `exec` entry is

@@ -33,6 +33,7 @@ pub(crate) mod mutate;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -60,22 +61,65 @@ impl Listeners {
     /// (loopback up). Port 53 as an allowed port is served by the stub's
     /// own TCP socket's address only, so it gets no listener of its own.
     pub fn bind(rules: &Egress, proxy_port: u16) -> std::io::Result<Listeners> {
-        let proxy = TcpListener::bind((Ipv4Addr::LOCALHOST, proxy_port))?;
-        let dns_udp = UdpSocket::bind((DNS_ADDR, 53))?;
-        let dns_tcp = TcpListener::bind((DNS_ADDR, 53))?;
-        let ports = rules
-            .ports()
-            .into_iter()
-            .filter(|p| *p != 53)
-            .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
-            .collect::<std::io::Result<_>>()?;
         Ok(Listeners {
-            proxy,
-            dns_udp,
-            dns_tcp,
-            ports,
+            proxy: TcpListener::bind((Ipv4Addr::LOCALHOST, proxy_port))?,
+            dns_udp: UdpSocket::bind((DNS_ADDR, 53))?,
+            dns_tcp: TcpListener::bind((DNS_ADDR, 53))?,
+            ports: direct_ports(rules)
+                .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
+                .collect::<std::io::Result<_>>()?,
         })
     }
+
+    /// The sockets as fds, in the order [`Listeners::from_fds`] expects
+    /// (to pass them to another process: unprivileged wrap binds them in
+    /// the step's namespace and serves them from outside).
+    pub fn into_fds(self) -> Vec<OwnedFd> {
+        let mut fds: Vec<OwnedFd> =
+            vec![self.proxy.into(), self.dns_udp.into(), self.dns_tcp.into()];
+        fds.extend(self.ports.into_iter().map(|(_, l)| l.into()));
+        fds
+    }
+
+    /// The sockets [`Listeners::into_fds`] gave for `rules`: a count that
+    /// does not fit the rules, or an fd that is not a socket of the kind
+    /// its place says, is refused.
+    pub fn from_fds(rules: &Egress, fds: Vec<OwnedFd>) -> std::io::Result<Listeners> {
+        let ports: Vec<u16> = direct_ports(rules).collect();
+        if fds.len() != 3 + ports.len() {
+            return Err(std::io::Error::other(format!(
+                "expected {} gateway sockets, got {}",
+                3 + ports.len(),
+                fds.len()
+            )));
+        }
+        let mut fds = fds.into_iter();
+        let mut next = |kind: i32| {
+            let fd = fds.next().expect("counted above");
+            let got = nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::SockType)
+                .map_err(std::io::Error::from)?;
+            if got as i32 != kind {
+                return Err(std::io::Error::other("a gateway fd of the wrong kind"));
+            }
+            Ok(fd)
+        };
+        let (stream, dgram) = (libc::SOCK_STREAM, libc::SOCK_DGRAM);
+        Ok(Listeners {
+            proxy: next(stream)?.into(),
+            dns_udp: next(dgram)?.into(),
+            dns_tcp: next(stream)?.into(),
+            ports: ports
+                .into_iter()
+                .map(|p| Ok((p, next(stream)?.into())))
+                .collect::<std::io::Result<_>>()?,
+        })
+    }
+}
+
+/// The allowed ports that get a listener of their own: port 53 is served
+/// by the stub's TCP socket's address only.
+fn direct_ports(rules: &Egress) -> impl Iterator<Item = u16> {
+    rules.ports().into_iter().filter(|p| *p != 53)
 }
 
 /// The egress duty: rules and sockets, ready before the payload starts.
@@ -302,5 +346,28 @@ fn direct(shared: &Shared, conn: TcpStream, port: u16) {
     };
     if let Err(sni) = tunnel::splice(conn, up, Vec::new(), Some(&host)) {
         shared.refuse_sni(&host, port, sni.as_deref(), "direct", shared.client(peer));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tcp() -> OwnedFd {
+        TcpListener::bind("127.0.0.1:0").unwrap().into()
+    }
+    fn udp() -> OwnedFd {
+        UdpSocket::bind("127.0.0.1:0").unwrap().into()
+    }
+
+    /// Fds from another process are checked: count and kind per place.
+    #[test]
+    fn listeners_from_fds_check_count_and_kind() {
+        let rules = Egress::default();
+        assert!(Listeners::from_fds(&rules, vec![]).is_err());
+        assert!(Listeners::from_fds(&rules, vec![udp(), udp(), tcp()]).is_err());
+        assert!(Listeners::from_fds(&rules, vec![tcp(), udp(), tcp(), tcp()]).is_err());
+        let l = Listeners::from_fds(&rules, vec![tcp(), udp(), tcp()]).unwrap();
+        assert_eq!(l.into_fds().len(), 3);
     }
 }
