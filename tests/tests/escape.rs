@@ -157,17 +157,7 @@ impl Sandbox {
             format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
         )
         .unwrap();
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .arg("generate")
-                .arg("--policy")
-                .arg(&policy_path)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(&rootfs),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&policy_path);
         Sandbox {
             rt: Runtime::sandboy(),
             bundle,
@@ -211,6 +201,24 @@ impl Sandbox {
         let id = unique_id("esc");
         let _c = Cleanup::new(&self.rt, &id);
         output_timeout(&mut self.run_cmd(&id, &[], &[], args), RUN_LIMIT)
+    }
+
+    /// Run `script` with `/bin/sh -c` in a fresh container.
+    fn sh(&self, script: &str) -> Output {
+        self.run(&["/bin/sh", "-c", script])
+    }
+
+    /// Start `/bin/sleep 60` detached as container `id` and wait until it
+    /// runs; the returned guard removes it.
+    fn sleeper(&self, id: &str) -> Cleanup<'_> {
+        let c = Cleanup::new(&self.rt, id);
+        let o = output_timeout(
+            &mut self.run_cmd(id, &[], &["--detach"], &["/bin/sleep", "60"]),
+            RUN_LIMIT,
+        );
+        assert_exit(&o, 0);
+        self.rt.wait_status(id, "running");
+        c
     }
 
     /// Run the probe and assert its one-line verdict exactly.
@@ -452,19 +460,9 @@ fn net_tcp_connect_and_bind_only_listed_ports() {
     );
     let closed = free_port();
     let (bind_ok, bind_no) = (free_port(), free_port());
-    let policy = format!(
-        r#"
-version = 1
-name = "escape-net"
-[landlock]
-mode = "enforce"
-[fs]
-exec = ["/bin"]
-[net]
-namespace = "host"
-connect = [{lp}, {closed}]
-bind = [{bind_ok}]
-"#
+    let policy = host_net_policy(
+        "escape-net",
+        &format!("connect = [{lp}, {closed}]\nbind = [{bind_ok}]"),
     );
     let s = Sandbox::new(&policy);
     let (lp, up, closed) = (lp.to_string(), up.to_string(), closed.to_string());
@@ -515,17 +513,23 @@ fn net_none_has_a_working_loopback() {
 }
 
 fn abstract_policy(scope: &str) -> String {
+    host_net_policy("escape-abstract", &format!("scope = {scope}"))
+}
+
+/// A policy on the host network that executes only /bin, with `net` (the
+/// rest of its `[net]` table).
+fn host_net_policy(name: &str, net: &str) -> String {
     format!(
         r#"
 version = 1
-name = "escape-abstract"
+name = "{name}"
 [landlock]
 mode = "enforce"
 [fs]
 exec = ["/bin"]
 [net]
 namespace = "host"
-scope = {scope}
+{net}
 "#
     )
 }
@@ -581,13 +585,7 @@ scope = {scope}
     ] {
         let s = Sandbox::new(&policy(scope));
         let id = unique_id("esc-sig");
-        let _c = Cleanup::new(&s.rt, &id);
-        let o = output_timeout(
-            &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
-            RUN_LIMIT,
-        );
-        assert_exit(&o, 0);
-        s.rt.wait_status(&id, "running");
+        let _c = s.sleeper(&id);
         // `exec` restricts itself with its own Landlock domain: the init
         // (pid 1) is outside it.
         let o = s.rt.run(&["exec", &id, "/bin/probe", "kill", "1", "0"]);
@@ -681,6 +679,21 @@ fn syscall_table(s: &Sandbox, names: &[&str]) -> Vec<(String, i32, String)> {
     rows
 }
 
+/// Every `DENIED` syscall gets `denied` (exit code, verdict) from `s`, and
+/// its counterpart `personality` (in no deny list) runs.
+#[track_caller]
+fn assert_denied_but_personality(s: &Sandbox, denied: (i32, &str)) {
+    let mut names = DENIED.to_vec();
+    names.push("personality");
+    for (name, code, verdict) in syscall_table(s, &names) {
+        if name == "personality" {
+            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
+        } else {
+            assert_eq!((code, verdict.as_str()), denied, "{name}");
+        }
+    }
+}
+
 #[test]
 fn syscalls_default_deny_returns_eperm() {
     let t = "syscalls_default_deny_returns_eperm";
@@ -688,15 +701,7 @@ fn syscalls_default_deny_returns_eperm() {
         return;
     }
     let s = Sandbox::new(&syscall_policy("errno", "[]"));
-    let mut names = DENIED.to_vec();
-    names.push("personality");
-    for (name, code, verdict) in syscall_table(&s, &names) {
-        if name == "personality" {
-            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
-        } else {
-            assert_eq!((code, verdict.as_str()), (1, "errno=EPERM"), "{name}");
-        }
-    }
+    assert_denied_but_personality(&s, (1, "errno=EPERM"));
 }
 
 #[test]
@@ -713,15 +718,7 @@ fn syscalls_kill_action_kills_with_sigsys() {
     let o = s.run(&["/bin/probe", "syscall", "personality"]);
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout).trim(), "ok");
-    let mut names = DENIED.to_vec();
-    names.push("personality");
-    for (name, code, verdict) in syscall_table(&s, &names) {
-        if name == "personality" {
-            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
-        } else {
-            assert_eq!((code, verdict.as_str()), (128 + libc::SIGSYS, ""), "{name}");
-        }
-    }
+    assert_denied_but_personality(&s, (128 + libc::SIGSYS, ""));
 }
 
 #[test]
@@ -1173,13 +1170,7 @@ fn exec_into_a_container_is_as_confined_as_its_init() {
     }
     let s = Sandbox::new(&syscall_policy("errno", "[]"));
     let id = unique_id("esc-exec");
-    let _c = Cleanup::new(&s.rt, &id);
-    let o = output_timeout(
-        &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
-        RUN_LIMIT,
-    );
-    assert_exit(&o, 0);
-    s.rt.wait_status(&id, "running");
+    let _c = s.sleeper(&id);
     for name in DENIED {
         let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", name]);
         assert_eq!(
@@ -1311,12 +1302,10 @@ fn setuid_modes_are_refused_and_a_host_user_gets_no_privilege() {
         ],
     );
     // The plant: a copy of the probe in the host-backed write path.
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "cp /bin/probe /work/p && /bin/probe chmod /work/p 4755; /bin/probe chmod /work/p 2755; \
          /bin/probe chmod /work/p 6755; /bin/probe chmod /work/p 0755",
-    ]);
+    );
     assert_exit(&o, 0);
     assert_eq!(
         text(&o.stdout).lines().collect::<Vec<_>>(),
@@ -1348,13 +1337,11 @@ fn rw_mount_outside_write_paths_is_read_only_metadata_included() {
         return;
     }
     let s = Sandbox::generated(FS_POLICY);
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "/bin/probe chmod /outside/target 0600; /bin/probe write /outside/target; \
          touch /outside/target 2>&1; echo touch=$?; \
          /bin/probe chmod /work/file 0600; touch /work/file; echo touch=$?",
-    ]);
+    );
     assert_exit(&o, 0);
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
@@ -1375,14 +1362,12 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
         return;
     }
     let s = Sandbox::generated(FS_POLICY);
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "cp /bin/probe /tmp/p && cp /bin/probe /work/p && \
          /bin/probe mmap-exec /tmp/p; /bin/probe mmap-exec /work/p; /bin/probe mmap-exec /bin/probe; \
          /bin/probe memfd-exec /bin/probe exec; /bin/probe memfd-exec /bin/probe plain; \
          /bin/probe exec /tmp/p",
-    ]);
+    );
     assert_exit(&o, 1); // the last attempt's refusal
     assert_eq!(
         text(&o.stdout).lines().collect::<Vec<_>>(),
@@ -1400,31 +1385,16 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
     // Counterpart: a write path that is also an exec path is not noexec.
     let s =
         Sandbox::generated(&FS_POLICY.replace(r#"exec = ["/bin"]"#, r#"exec = ["/bin", "/tmp"]"#));
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
-        "cp /bin/probe /tmp/p && /bin/probe mmap-exec /tmp/p; /tmp/p hello",
-    ]);
+    let o = s.sh("cp /bin/probe /tmp/p && /bin/probe mmap-exec /tmp/p; /tmp/p hello");
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout).lines().collect::<Vec<_>>(), ["ok", "hello"]);
 }
 
 /// Host network, TCP connect to `port` allowed, bind to none.
 fn tcp_policy(port: u16, extra: &str) -> String {
-    format!(
-        r#"
-version = 1
-name = "escape-14-net"
-[landlock]
-mode = "enforce"
-[fs]
-exec = ["/bin"]
-[net]
-namespace = "host"
-connect = [{port}]
-bind = []
-{extra}
-"#
+    host_net_policy(
+        "escape-14-net",
+        &format!("connect = [{port}]\nbind = []\n{extra}"),
     )
 }
 
