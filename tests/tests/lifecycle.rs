@@ -125,14 +125,7 @@ fn run_killed_with_sigkill(rt: &Runtime) {
     let b = Bundle::busybox(&["sleep", "60"]);
     let id = unique_id("sig");
     let _g = rt.guard(&id);
-    let child = rt
-        .cmd()
-        .args(["run", "--bundle", b.path().to_str().unwrap(), &id])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = rt.spawn_run(&b, &id);
     rt.wait_status(&id, "running");
     assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
     let o = child.wait_with_output().unwrap();
@@ -621,13 +614,7 @@ fn seccomp_without_no_new_privs_keeps_the_specs_capabilities() {
             });
             let id = unique_id("nnpoff");
             let _g = rt.guard(&id);
-            let o = rt.run(&[
-                "run",
-                "--detach",
-                "--bundle",
-                b.path().to_str().unwrap(),
-                &id,
-            ]);
+            let o = rt.run_detached(&b, &id);
             assert_exit(&o, 0);
             let mut init = String::new();
             for _ in 0..100 {
@@ -1074,14 +1061,7 @@ fn foreground_run_forwards_signals() {
         ]);
         let id = unique_id("fwd");
         let _g = rt.guard(&id);
-        let child = rt
-            .cmd()
-            .args(["run", "--bundle", b.path().to_str().unwrap(), &id])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = rt.spawn_run(&b, &id);
         rt.wait_status(&id, "running");
         wait_ready(&rt, &id);
         // SAFETY: signalling our own child.
@@ -1111,13 +1091,7 @@ fn delete_kills_what_a_stopped_init_left_behind() {
         });
         let id = unique_id("orphan");
         let _g = rt.guard(&id);
-        let o = rt.run(&[
-            "run",
-            "--detach",
-            "--bundle",
-            b.path().to_str().unwrap(),
-            &id,
-        ]);
+        let o = rt.run_detached(&b, &id);
         assert_exit(&o, 0);
         rt.wait_status(&id, "stopped");
         assert!(
@@ -1155,13 +1129,7 @@ fn delete_of_a_stopped_container_removes_its_cgroups_and_state() {
         let b = Bundle::busybox(&["true"]);
         let id = unique_id("stopped");
         let _g = rt.guard(&id);
-        let o = rt.run(&[
-            "run",
-            "--detach",
-            "--bundle",
-            b.path().to_str().unwrap(),
-            &id,
-        ]);
+        let o = rt.run_detached(&b, &id);
         assert_exit(&o, 0);
         rt.wait_status(&id, "stopped");
         assert!(
