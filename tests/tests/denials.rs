@@ -8,8 +8,8 @@
 //! or directly, and restores the state it found (read with `AUDIT_GET`).
 
 use std::fs;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -155,16 +155,7 @@ impl Confined {
             format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
         )
         .unwrap();
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .args(["generate", "--policy"])
-                .arg(&path)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(&rootfs),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&path);
         bundle.edit(|c| {
             c["root"]["readonly"] = false.into();
             c["linux"]["seccomp"]["flags"] = serde_json::json!(["SECCOMP_FILTER_FLAG_LOG"]);
@@ -591,6 +582,17 @@ fn an_exec_d_process_refusal_is_reported() {
     remove_cgroup_tree(&format!("sandboy/{id}"));
 }
 
+/// `sandboy-spec-gen suggest POLICY --report REPORT` (the diff on stdout).
+fn suggest(policy: &Path, report: &Path) -> Output {
+    capture(
+        Command::new(spec_gen_bin())
+            .arg("suggest")
+            .arg(policy)
+            .arg("--report")
+            .arg(report),
+    )
+}
+
 /// `sandboy-spec-gen suggest` on the reports of refused probes: the diff
 /// adds exactly what was refused (nothing else widens), the suggested
 /// policy lets the same probes through, and a probe of something not
@@ -627,13 +629,7 @@ fn suggest_allows_what_was_refused_and_nothing_else() {
     let report_path = host.join("all.jsonl");
     fs::write(&report_path, &report).unwrap();
     let policy = host.join("p.toml");
-    let o = capture(
-        Command::new(spec_gen_bin())
-            .arg("suggest")
-            .arg(&policy)
-            .arg("--report")
-            .arg(&report_path),
-    );
+    let o = suggest(&policy, &report_path);
     assert_exit(&o, 0);
     let diff = text(&o.stdout);
     let mut changed: Vec<&str> = diff
@@ -697,13 +693,7 @@ fn suggest_allows_what_was_refused_and_nothing_else() {
         format!("{report}{{\"kind\": \"read\", \"target\"\n"),
     )
     .unwrap();
-    let o = capture(
-        Command::new(spec_gen_bin())
-            .arg("suggest")
-            .arg(&policy)
-            .arg("--report")
-            .arg(&report_path),
-    );
+    let o = suggest(&policy, &report_path);
     assert_exit(&o, 2);
     let err = text(&o.stderr);
     let at = format!("{}:6:", report_path.display());

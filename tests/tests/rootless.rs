@@ -80,6 +80,21 @@ impl Env {
         capture(&mut c)
     }
 
+    /// `sandboy-spec-gen generate --rootless --policy POLICY --bundle BUNDLE`
+    /// as the user, in `cwd`.
+    fn generate_rootless(&self, cwd: &Path, policy: &Path, bundle: &str) -> Output {
+        let policy = policy.display().to_string();
+        let args = [
+            "generate",
+            "--rootless",
+            "--policy",
+            &policy,
+            "--bundle",
+            bundle,
+        ];
+        self.as_user(cwd, &self.spec_gen, &args)
+    }
+
     /// `prog args…` as the user in the cgroup v2 view (see the module comment).
     fn as_user_v2(&self, cwd: &Path, prog: &Path, args: &[&str]) -> Output {
         let script = format!(
@@ -183,18 +198,7 @@ write = ["/out"]
     .unwrap();
     fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
     let bundle_arg = b.path().display().to_string();
-    let o = env.as_user(
-        b.path(),
-        &env.spec_gen,
-        &[
-            "generate",
-            "--rootless",
-            "--policy",
-            &policy.display().to_string(),
-            "--bundle",
-            &bundle_arg,
-        ],
-    );
+    let o = env.generate_rootless(b.path(), &policy, &bundle_arg);
     assert_exit(&o, 0);
     let c = b.config();
     assert!(c["linux"]["resources"].is_null(), "{c}");
@@ -286,18 +290,7 @@ fn rootless_limits_are_refused_not_dropped() {
     )
     .unwrap();
     fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
-    let o = env.as_user(
-        b.path(),
-        &env.spec_gen,
-        &[
-            "generate",
-            "--rootless",
-            "--policy",
-            &policy.display().to_string(),
-            "--bundle",
-            "-",
-        ],
-    );
+    let o = env.generate_rootless(b.path(), &policy, "-");
     assert_exit(&o, 2);
     assert!(
         text(&o.stderr).contains("limits.pids"),

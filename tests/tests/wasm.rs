@@ -223,12 +223,7 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     )
     .unwrap();
     let id = unique_id("notwasm");
-    let o = rt.run(&[
-        "create",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
+    let o = rt.create_at(&dir.path().join("b"), &id);
     assert_exit(&o, 2);
     assert!(text(&o.stderr).contains("app.wasm"), "{}", text(&o.stderr));
     assert!(!rt.root.path().join(&id).exists());
@@ -239,12 +234,7 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
         None,
     );
     let id = unique_id("imports");
-    let o = rt.run(&[
-        "create",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
+    let o = rt.create_at(&dir.path().join("b"), &id);
     assert_exit(&o, 2);
     assert!(text(&o.stderr).contains("escape"), "{}", text(&o.stderr));
     assert!(!rt.root.path().join(&id).exists());

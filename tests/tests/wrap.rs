@@ -1,7 +1,6 @@
 //! `sandboy wrap`: one-line confinement of a host command by a policy.
 
 use std::fs;
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 use sandboy_tests::*;
@@ -64,36 +63,36 @@ fn wrap_logged(
     id: &str,
     cmd: &[&str],
 ) -> Command {
-    let mut c = rt.cmd();
-    c.args(["--log", log.to_str().unwrap(), "--log-format", "json"]);
-    c.args([
-        "wrap",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--id",
-        id,
-        "--",
-    ])
-    .args(cmd)
-    .env_remove("SUDO_UID")
-    .env_remove("SUDO_GID");
-    c
+    let global = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+    wrap_with(rt, &global, policy, id, cmd)
 }
 
 fn wrap(rt: &Runtime, policy: &std::path::Path, id: &str, cmd: &[&str]) -> Command {
+    wrap_with(rt, &[], policy, id, cmd)
+}
+
+/// `sandboy GLOBAL… wrap --policy P --id ID -- CMD…`.
+fn wrap_with(
+    rt: &Runtime,
+    global: &[&str],
+    policy: &std::path::Path,
+    id: &str,
+    cmd: &[&str],
+) -> Command {
     let mut c = rt.cmd();
-    c.args([
-        "wrap",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--id",
-        id,
-        "--",
-    ])
-    .args(cmd)
-    // The step's identity depends on SUDO_UID (issue 14): tests say it.
-    .env_remove("SUDO_UID")
-    .env_remove("SUDO_GID");
+    c.args(global)
+        .args([
+            "wrap",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--id",
+            id,
+            "--",
+        ])
+        .args(cmd)
+        // The step's identity depends on SUDO_UID (issue 14): tests say it.
+        .env_remove("SUDO_UID")
+        .env_remove("SUDO_GID");
     c
 }
 
@@ -127,15 +126,10 @@ fn wrap_passes_exit_status_and_stdio_and_confines_writes() {
         outside.display()
     );
     let run = |rc: &str| {
-        let mut child = wrap(&rt, &p, &id, &["sh", "-c", &script])
-            .env("RC", rc)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
-        child.wait_with_output().unwrap()
+        output_with_stdin(
+            wrap(&rt, &p, &id, &["sh", "-c", &script]).env("RC", rc),
+            b"hello\n",
+        )
     };
     // A failing step: its status, its stdio, and none of its writes.
     let o = run("9");
