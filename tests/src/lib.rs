@@ -404,6 +404,20 @@ pub fn assert_exit(o: &Output, code: i32) {
     );
 }
 
+/// `needle` is in the output's stderr (shown on failure).
+#[track_caller]
+pub fn assert_stderr_contains(o: &Output, needle: &str) {
+    let err = text(&o.stderr);
+    assert!(err.contains(needle), "no {needle:?} in stderr: {err}");
+}
+
+/// Exit `code` ([`assert_exit`]) with `needle` in stderr.
+#[track_caller]
+pub fn assert_exit_stderr(o: &Output, code: i32, needle: &str) {
+    assert_exit(o, code);
+    assert_stderr_contains(o, needle);
+}
+
 /// [`assert_exit`] that also prints `what` (e.g. the runtime calls an
 /// engine made) on failure.
 #[track_caller]
