@@ -769,11 +769,7 @@ fn named_policy_annotation_is_enforced() {
         "true",
     ]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(
-        text(&o.stderr).contains("did you mean \"gate-step\"?"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_stderr_contains(&o, "did you mean \"gate-step\"?");
     p.assert_clean();
 }
 

@@ -222,11 +222,7 @@ write = ["/out"]
         out.contains("status=1"),
         "Landlock must refuse the read: {out}"
     );
-    assert!(
-        text(&ours.stderr).contains("Permission denied"),
-        "{}",
-        text(&ours.stderr)
-    );
+    assert_stderr_contains(&ours, "Permission denied");
     if let Some(runc) = runc {
         // runc applies no Landlock: the same read succeeds there.
         assert_exit(&runc, 0);
@@ -267,12 +263,7 @@ fn rootless_limits_are_refused_not_dropped() {
     b.edit(|c| c["linux"]["resources"] = serde_json::json!({"pids": {"limit": 10}}));
     let id = unique_id("rllim");
     let o = env.as_user_v2(b.path(), &env.sandboy, &["run", &id]);
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("linux.resources.pids"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "linux.resources.pids");
     // The allowed counterpart: the same bundle without the limit runs.
     b.edit(|c| {
         c["linux"].as_object_mut().unwrap().remove("resources");
@@ -291,12 +282,7 @@ fn rootless_limits_are_refused_not_dropped() {
     .unwrap();
     fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
     let o = env.generate_rootless(b.path(), &policy, "-");
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("limits.pids"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "limits.pids");
 }
 
 #[test]

@@ -218,12 +218,7 @@ fn wrap_rejects_bad_policy_with_location() {
     .unwrap();
     let rt = Runtime::sandboy();
     let o = capture(&mut wrap(&rt, &p, "wrapbad", &["true"]));
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("bad.toml:4:"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "bad.toml:4:");
 }
 
 #[test]
@@ -246,11 +241,10 @@ fn wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127() {
     assert_clean(&rt, &id);
     let id = unique_id("wrap126");
     let o = capture(&mut wrap(&rt, &strict, &id, &["/usr/sbin/nologin"]));
-    assert_exit(&o, 126);
-    assert!(
-        text(&o.stderr).contains("/usr/sbin/nologin: not executable under the policy"),
-        "{}",
-        text(&o.stderr)
+    assert_exit_stderr(
+        &o,
+        126,
+        "/usr/sbin/nologin: not executable under the policy",
     );
     assert_clean(&rt, &id);
 }
@@ -599,12 +593,10 @@ fn wrap_commits_staged_writes_only_when_the_step_passes() {
         o
     };
     let o = run("3", false);
-    assert_exit(&o, 3);
-    assert!(text(&o.stderr).contains("discarded"), "{}", text(&o.stderr));
+    assert_exit_stderr(&o, 3, "discarded");
     before();
     let o = run("0", true);
-    assert_exit(&o, 0);
-    assert!(text(&o.stderr).contains("--dry-run"), "{}", text(&o.stderr));
+    assert_exit_stderr(&o, 0, "--dry-run");
     before();
     let o = run("0", false);
     assert_exit(&o, 0);
