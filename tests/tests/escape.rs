@@ -82,6 +82,12 @@ fn ready(test: &str) -> bool {
 // ---------------------------------------------------------------------------
 // A confined busybox container made from a policy
 
+/// [`ready`], then [`Sandbox::new`] of `policy`; `None` after the recorded
+/// skip when the machine is not ready.
+fn sandbox(test: &str, policy: &str) -> Option<Sandbox> {
+    ready(test).then(|| Sandbox::new(policy))
+}
+
 /// A busybox bundle whose config.json is generated from a test policy.
 ///
 /// Host side (the policy's directory): `outside/` and `work/`, for
@@ -322,10 +328,9 @@ options = ["rbind", "rw"]
 #[test]
 fn fs_write_and_create_only_inside_write_allowlist() {
     let t = "fs_write_and_create_only_inside_write_allowlist";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     // /outside is a rw bind mount (DAC and mount allow it): only Landlock refuses.
     s.expect(&["write", "/outside/target"], "errno=EACCES");
     s.expect(&["write", "/work/file"], "ok");
@@ -347,10 +352,9 @@ fn fs_write_and_create_only_inside_write_allowlist() {
 #[test]
 fn fs_unlink_and_rename_only_inside_write_allowlist() {
     let t = "fs_unlink_and_rename_only_inside_write_allowlist";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     s.expect(&["unlink", "/outside/victim"], "errno=EACCES");
     s.expect(&["unlink", "/work/victim"], "ok");
     s.expect(&["rename", "/outside/a", "/outside/b"], "errno=EACCES");
@@ -364,10 +368,9 @@ fn fs_unlink_and_rename_only_inside_write_allowlist() {
 #[test]
 fn fs_read_and_exec_only_inside_allowlists() {
     let t = "fs_read_and_exec_only_inside_allowlists";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     s.expect(&["read", "/secret/s"], "errno=EACCES");
     s.expect(&["read", "/outside/target"], "errno=EACCES");
     s.expect(&["read", "/data/f"], "ok");
@@ -387,10 +390,9 @@ fn fs_read_and_exec_only_inside_allowlists() {
 #[test]
 fn fs_symlink_out_of_allowed_tree_does_not_help() {
     let t = "fs_symlink_out_of_allowed_tree_does_not_help";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     // /work/escape -> /outside/target: Landlock judges the resolved path.
     s.expect(&["write", "/work/escape"], "errno=EACCES");
     s.expect(&["read", "/work/escape"], "errno=EACCES");
@@ -490,10 +492,9 @@ bind = [8080]
 #[test]
 fn net_none_bind_rules_apply_in_own_netns() {
     let t = "net_none_bind_rules_apply_in_own_netns";
-    if !ready(t) {
+    let Some(s) = sandbox(t, NET_NONE_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(NET_NONE_POLICY);
+    };
     s.expect(&["bind", "8080"], "ok");
     s.expect(&["bind", "8081"], "errno=EACCES");
     s.expect(&["connect", "8081"], "errno=EACCES");
@@ -505,10 +506,9 @@ fn net_none_bind_rules_apply_in_own_netns() {
 #[test]
 fn net_none_has_a_working_loopback() {
     let t = "net_none_has_a_working_loopback";
-    if !ready(t) {
+    let Some(s) = sandbox(t, NET_NONE_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(NET_NONE_POLICY);
+    };
     s.expect(&["connect", "8080"], "ok (ECONNREFUSED)");
 }
 
@@ -697,20 +697,18 @@ fn assert_denied_but_personality(s: &Sandbox, denied: (i32, &str)) {
 #[test]
 fn syscalls_default_deny_returns_eperm() {
     let t = "syscalls_default_deny_returns_eperm";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("errno", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+    };
     assert_denied_but_personality(&s, (1, "errno=EPERM"));
 }
 
 #[test]
 fn syscalls_kill_action_kills_with_sigsys() {
     let t = "syscalls_kill_action_kills_with_sigsys";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("kill", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    };
     // The probe as the container's init: `sandboy run` reports 128 + SIGSYS.
     let o = s.run(&["/bin/probe", "syscall", "ptrace"]);
     assert_exit(&o, 128 + libc::SIGSYS);
@@ -870,11 +868,7 @@ fn fail_closed_landlock_right_above_kernel_abi() {
     );
     let st = s.rt.run(&["state", &id]);
     assert!(!st.status.success());
-    assert!(
-        text(&st.stderr).contains("container does not exist"),
-        "{}",
-        text(&st.stderr)
-    );
+    assert_stderr_contains(&st, "container does not exist");
     assert!(!s.rt.root.path().join(&id).exists(), "state dir left");
     assert_eq!(cgroups_named(&id), Vec::<PathBuf>::new(), "cgroups left");
     assert_eq!(pids_mentioning(&id), Vec::<i32>::new(), "processes left");
@@ -898,12 +892,7 @@ fn fail_closed_landlock_right_above_kernel_abi() {
         &mut s.run_cmd(&id, &g, &[], &["/bin/sh", "-c", MARKER_SCRIPT]),
         RUN_LIMIT,
     );
-    assert_exit(&o, 1);
-    assert!(
-        text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 1, "can't create /outside/marker: Permission denied");
     assert!(
         s.work().join("started").exists(),
         "best-effort: the payload did not start"
@@ -939,12 +928,7 @@ fn fail_closed_seccomp_blocking_landlock_never_runs_unconfined() {
             .args(["generate", "--bundle", "-", "--policy"])
             .arg(&p),
     );
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("landlock_restrict_self"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "landlock_restrict_self");
 
     // ... so the profile is hand-written into config.json.
     for with_landlock in [true, false] {
@@ -984,12 +968,7 @@ fn fail_closed_seccomp_blocking_landlock_never_runs_unconfined() {
             // Either it refused to start, or (Landlock is applied before
             // seccomp) it ran confined and its escape was refused.
             if s.work().join("started").exists() {
-                assert_exit(&o, 1);
-                assert!(
-                    text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
-                    "{}",
-                    text(&o.stderr)
-                );
+                assert_exit_stderr(&o, 1, "can't create /outside/marker: Permission denied");
             } else {
                 assert_ne!(o.status.code(), Some(0));
             }
@@ -1061,10 +1040,9 @@ fn exhaustion_fork_bomb_stops_at_pids_limit() {
 #[test]
 fn exhaustion_memory_bomb_is_oom_killed_and_reported() {
     let t = "exhaustion_memory_bomb_is_oom_killed_and_reported";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &limits_policy("memory = \"64MiB\"\npids = 64")) else {
         return;
-    }
-    let s = Sandbox::new(&limits_policy("memory = \"64MiB\"\npids = 64"));
+    };
     // Counterpart: well under the limit.
     let o = s.run(&["/bin/probe", "membomb", "16"]);
     assert_exit(&o, 0);
@@ -1099,10 +1077,9 @@ fn timeout_log_ok(log: &Path, id: &str) {
 #[test]
 fn exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached() {
     let t = "exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &limits_policy("timeout = \"2s\"\npids = 16")) else {
         return;
-    }
-    let s = Sandbox::new(&limits_policy("timeout = \"2s\"\npids = 16"));
+    };
     let log = s.host.path().join("timeout.json");
     let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
 
@@ -1165,10 +1142,9 @@ fn exec_into_a_container_is_as_confined_as_its_init() {
     // sandboy must still apply the container's profile (and its Landlock
     // ruleset) to it.
     let t = "exec_into_a_container_is_as_confined_as_its_init";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("errno", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+    };
     let id = unique_id("esc-exec");
     let _c = s.sleeper(&id);
     for name in DENIED {
@@ -1594,10 +1570,9 @@ fn write_path_tmpfs_is_capped_by_disk_and_inodes() {
 #[test]
 fn sigsys_kills_and_refused_execs_are_warn_events_with_the_id() {
     let t = "sigsys_kills_and_refused_execs_are_warn_events_with_the_id";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("kill", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    };
     let log = s.host.path().join("log.json");
     let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
     let run = |args: &[&str]| {
