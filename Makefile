@@ -39,7 +39,7 @@ probes: deps
 test: build components probes
 	@rm -f $(CARGO_TARGET_DIR)/skipped.log
 	cargo test --workspace --no-fail-fast -- --test-threads=2
-	cargo test --manifest-path components/Cargo.toml -p sandboy-adapter-passthrough -p sandboy-adapter-infersharp
+	cargo test --manifest-path components/Cargo.toml -p sandboy-adapter-input -p sandboy-adapter-passthrough -p sandboy-adapter-infersharp
 	@bash tests/summary.sh $(CARGO_TARGET_DIR)/skipped.log
 
 # Fuzz every parser of untrusted input for FUZZ_SECONDS each (findings are

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use arbitrary::{Arbitrary, Unstructured};
-use oci_spec::runtime::{LinuxSeccomp, Spec};
+use oci_spec::runtime::{LinuxSeccomp, LinuxSeccompOperator as Op, Spec};
 use sandboy_spec_gen::annotations::{LandlockRuleset, WasmLimits};
 use sandboy_spec_gen::syscalls::Arch;
 use sandboy_spec_gen::{Policy, RenderOptions};
@@ -295,14 +295,16 @@ const ACTIONS: &[&str] = &[
     "SCMP_ACT_TRACE",
     "SCMP_ACT_LOG",
 ];
-const OPS: &[&str] = &[
-    "SCMP_CMP_NE",
-    "SCMP_CMP_LT",
-    "SCMP_CMP_LE",
-    "SCMP_CMP_EQ",
-    "SCMP_CMP_GE",
-    "SCMP_CMP_GT",
-    "SCMP_CMP_MASKED_EQ",
+/// Every argument operator, typed (serialized as its OCI name), so the list
+/// cannot drift from the names the profile parser accepts.
+const OPS: [Op; 7] = [
+    Op::ScmpCmpNe,
+    Op::ScmpCmpLt,
+    Op::ScmpCmpLe,
+    Op::ScmpCmpEq,
+    Op::ScmpCmpGe,
+    Op::ScmpCmpGt,
+    Op::ScmpCmpMaskedEq,
 ];
 
 fn seccomp_arbitrary(input: &[u8]) -> bool {

@@ -2,12 +2,15 @@
 //! supports, used to compile OCI `linux.seccomp` profiles and to validate
 //! the `[syscalls]` names of a policy.
 //!
-//! The tables in `syscalls/x86_64.rs` and `syscalls/aarch64.rs` are generated
+//! The tables in `syscalls/x86_64.rs` and `syscalls/aarch64.rs` (each
+//! architecture's own numbers) and `syscalls/common.rs` (the numbers from
+//! 424 on, which every architecture shares since Linux 5.1) are generated
 //! by `syscalls/generate.sh` from the kernel UAPI headers (Debian
 //! `linux-libc-dev`) plus the syscalls added up to Linux 6.18; rerun it
 //! rather than editing them by hand.
 
 mod aarch64;
+mod common;
 mod x86_64;
 
 /// A CPU architecture with its own syscall numbering.
@@ -50,11 +53,14 @@ impl Arch {
         }
     }
 
-    fn table(self) -> &'static [(&'static str, i64)] {
-        match self {
+    /// `(name, number)` of every syscall, in number order: the
+    /// architecture's own table, then the shared one.
+    fn table(self) -> impl Iterator<Item = &'static (&'static str, i64)> + Clone {
+        let own = match self {
             Arch::X86_64 => x86_64::TABLE,
             Arch::Aarch64 => aarch64::TABLE,
-        }
+        };
+        own.iter().chain(common::TABLE)
     }
 }
 
@@ -67,23 +73,17 @@ impl std::fmt::Display for Arch {
 /// The number of syscall `name` on `arch`, or `None` if `arch` has no such
 /// syscall (for example `open` on aarch64).
 pub fn number(arch: Arch, name: &str) -> Option<i64> {
-    arch.table()
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|&(_, nr)| nr)
+    arch.table().find(|(n, _)| *n == name).map(|&(_, nr)| nr)
 }
 
 /// The name of syscall number `nr` on `arch`.
 pub fn name(arch: Arch, nr: i64) -> Option<&'static str> {
-    arch.table()
-        .iter()
-        .find(|&&(_, n)| n == nr)
-        .map(|&(name, _)| name)
+    arch.table().find(|&&(_, n)| n == nr).map(|&(name, _)| name)
 }
 
 /// Every syscall name known for `arch`, in syscall-number order.
 pub fn names(arch: Arch) -> impl Iterator<Item = &'static str> {
-    arch.table().iter().map(|&(name, _)| name)
+    arch.table().map(|&(name, _)| name)
 }
 
 /// Whether `name` is a syscall on any supported architecture (what a policy

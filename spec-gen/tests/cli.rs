@@ -19,6 +19,24 @@ fn run(args: &[&str]) -> Output {
     bin().args(args).current_dir(repo()).output().unwrap()
 }
 
+/// `generate --policy POLICY --bundle BUNDLE EXTRA…`
+fn generate(policy: &str, bundle: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["generate", "--policy", policy, "--bundle", bundle];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// Exit 0, or fail showing stderr.
+#[track_caller]
+fn assert_ok(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sandboy-spec-gen-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -50,15 +68,11 @@ fn exit_codes() {
     assert_eq!(run(&["generate", "--policy"]).status.code(), Some(2));
     assert_eq!(run(&["check"]).status.code(), Some(2));
     assert_eq!(run(&["--help"]).status.code(), Some(0));
-    let out = run(&[
-        "generate",
-        "--policy",
+    let out = generate(
         "policies/strict.toml",
-        "--bundle",
         "-",
-        "--base",
-        "/nonexistent.json",
-    ]);
+        &["--base", "/nonexistent.json"],
+    );
     assert_eq!(out.status.code(), Some(1));
 }
 
@@ -95,55 +109,27 @@ fn check_prints_located_errors_on_stderr() {
 
 #[test]
 fn generate_refuses_relative_paths_and_a_missing_command() {
-    let out = run(&[
-        "generate",
-        "--policy",
-        "spec-gen/tests/bad/relative_path.toml",
-        "--bundle",
-        "-",
-        "--short",
-    ]);
+    let out = generate("spec-gen/tests/bad/relative_path.toml", "-", &["--short"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("relative_path.toml:5:17: error: path \"usr/lib\" is relative: relative paths are only for sandboy wrap"),
         "{err}"
     );
-    let out = run(&[
-        "generate",
-        "--policy",
-        "spec-gen/tests/bad/missing_process.toml",
-        "--bundle",
-        "-",
-    ]);
+    let out = generate("spec-gen/tests/bad/missing_process.toml", "-", &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no command to run in process.args"));
     // A --base with process.args supplies the command.
     let dir = tmpdir("base-args");
     let base = dir.join("config.json");
-    let default = run(&[
-        "generate",
-        "--policy",
-        "policies/strict.toml",
-        "--bundle",
-        "-",
-    ]);
+    let default = generate("policies/strict.toml", "-", &[]);
     std::fs::write(&base, &default.stdout).unwrap();
-    let out = run(&[
-        "generate",
-        "--policy",
+    let out = generate(
         "spec-gen/tests/bad/missing_process.toml",
-        "--bundle",
         "-",
-        "--base",
-        base.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--base", base.to_str().unwrap()],
     );
+    assert_ok(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("strict-ok"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -151,39 +137,14 @@ fn generate_refuses_relative_paths_and_a_missing_command() {
 #[test]
 fn generate_writes_bundle_config() {
     let dir = tmpdir("bundle");
-    let out = run(&[
-        "generate",
-        "--policy",
-        "policies/gate-step.toml",
-        "--bundle",
-        dir.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = generate("policies/gate-step.toml", dir.to_str().unwrap(), &[]);
+    assert_ok(&out);
     let text = std::fs::read_to_string(dir.join("config.json")).unwrap();
     let spec: oci_spec::runtime::Spec = serde_json::from_str(&text).unwrap();
     assert_eq!(spec.root().as_ref().unwrap().path(), Path::new("rootfs"));
-    let stdout = run(&[
-        "generate",
-        "--policy",
-        "policies/gate-step.toml",
-        "--bundle",
-        "-",
-    ]);
+    let stdout = generate("policies/gate-step.toml", "-", &[]);
     assert_eq!(String::from_utf8_lossy(&stdout.stdout), text);
-    let with_rootfs = run(&[
-        "generate",
-        "--policy",
-        "policies/strict.toml",
-        "--bundle",
-        "-",
-        "--rootfs",
-        "/srv/busybox",
-    ]);
+    let with_rootfs = generate("policies/strict.toml", "-", &["--rootfs", "/srv/busybox"]);
     assert!(String::from_utf8_lossy(&with_rootfs.stdout).contains("\"path\": \"/srv/busybox\""));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -193,15 +154,11 @@ fn bad_base_is_a_config_error() {
     let dir = tmpdir("base");
     let base = dir.join("config.json");
     std::fs::write(&base, "{\"ociVersion\": 3}").unwrap();
-    let out = run(&[
-        "generate",
-        "--policy",
+    let out = generate(
         "policies/strict.toml",
-        "--bundle",
         "-",
-        "--base",
-        base.to_str().unwrap(),
-    ]);
+        &["--base", base.to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(":1:"),
@@ -262,12 +219,7 @@ fn ignore_files_are_written_and_marked() {
         "--out",
         dir.to_str().unwrap(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     for name in [".agentsignore", ".cursorignore", ".codexignore"] {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         assert_eq!(
@@ -300,12 +252,7 @@ inodes = 100000
     )
     .unwrap();
     let out = run(&["explain", policy.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [
         "Policy \"wrapped\"",

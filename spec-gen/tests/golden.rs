@@ -193,6 +193,12 @@ fn generated_configs_are_sound() {
     }
 }
 
+/// The `linux.seccomp.syscalls` rules of a rendered spec.
+fn seccomp_rules(spec: &oci_spec::runtime::Spec) -> Vec<oci_spec::runtime::LinuxSyscall> {
+    let seccomp = spec.linux().as_ref().unwrap().seccomp().as_ref().unwrap();
+    seccomp.syscalls().clone().unwrap()
+}
+
 #[test]
 fn specific_expectations() {
     let root = repo_root();
@@ -202,16 +208,7 @@ fn specific_expectations() {
     assert_eq!(ann[annotations::OCI_HANDLER], "wasm");
     assert_eq!(ann[annotations::WASM_VARIANT], "compat-smart");
     assert_eq!(ann[annotations::TIMEOUT], "60s");
-    let rules = spec
-        .linux()
-        .as_ref()
-        .unwrap()
-        .seccomp()
-        .as_ref()
-        .unwrap()
-        .syscalls()
-        .clone()
-        .unwrap();
+    let rules = seccomp_rules(&spec);
     assert_eq!(rules[0].action(), LinuxSeccompAction::ScmpActKillProcess);
 
     let (agent, _) = rendered(&root.join("policies/agent-tool.toml"));
@@ -226,16 +223,7 @@ fn specific_expectations() {
 
     let (gate, _) = rendered(&root.join("policies/gate-step.toml"));
     let spec = render::render(&gate, &RenderOptions::default()).unwrap();
-    let rules = spec
-        .linux()
-        .as_ref()
-        .unwrap()
-        .seccomp()
-        .as_ref()
-        .unwrap()
-        .syscalls()
-        .clone()
-        .unwrap();
+    let rules = seccomp_rules(&spec);
     assert_eq!(rules[0].action(), LinuxSeccompAction::ScmpActErrno);
     assert_eq!(rules[0].errno_ret(), Some(1));
     assert!(rules[0].names().iter().any(|n| n == "personality"));

@@ -267,7 +267,35 @@ impl Runtime {
 
     /// `create` a container `id` from `bundle`, capturing output.
     pub fn create(&self, bundle: &Bundle, id: &str) -> Output {
-        self.run(&["create", "--bundle", bundle.path().to_str().unwrap(), id])
+        self.create_at(bundle.path(), id)
+    }
+
+    /// `create` a container `id` from the bundle directory `dir`.
+    pub fn create_at(&self, dir: &Path, id: &str) -> Output {
+        self.run(&["create", "--bundle", dir.to_str().unwrap(), id])
+    }
+
+    /// `run --detach` a container `id` from `bundle`, capturing output.
+    pub fn run_detached(&self, bundle: &Bundle, id: &str) -> Output {
+        self.run(&[
+            "run",
+            "--detach",
+            "--bundle",
+            bundle.path().to_str().unwrap(),
+            id,
+        ])
+    }
+
+    /// Spawn a foreground `run` of container `id` from `bundle`, its
+    /// output piped (for tests that signal it or read what it printed).
+    pub fn spawn_run(&self, bundle: &Bundle, id: &str) -> std::process::Child {
+        self.cmd()
+            .args(["run", "--bundle", bundle.path().to_str().unwrap(), id])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn run")
     }
 
     /// `create` then `start` a container `id` from `bundle`, asserting that
@@ -346,6 +374,19 @@ pub fn capture(cmd: &mut Command) -> Output {
     }
 }
 
+/// Run `cmd` with `input` written to its stdin (then closed), its output
+/// piped and collected.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Text of a process output stream.
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -361,6 +402,47 @@ pub fn assert_exit(o: &Output, code: i32) {
         text(&o.stdout),
         text(&o.stderr)
     );
+}
+
+/// `needle` is in the output's stderr (shown on failure).
+#[track_caller]
+pub fn assert_stderr_contains(o: &Output, needle: &str) {
+    let err = text(&o.stderr);
+    assert!(err.contains(needle), "no {needle:?} in stderr: {err}");
+}
+
+/// Exit `code` ([`assert_exit`]) with `needle` in stderr.
+#[track_caller]
+pub fn assert_exit_stderr(o: &Output, code: i32, needle: &str) {
+    assert_exit(o, code);
+    assert_stderr_contains(o, needle);
+}
+
+/// [`assert_exit`] that also prints `what` (e.g. the runtime calls an
+/// engine made) on failure.
+#[track_caller]
+pub fn assert_exit_showing(o: &Output, code: i32, label: &str, what: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status\nstdout: {}\nstderr: {}\n{label}:\n{what}",
+        text(&o.stdout),
+        text(&o.stderr),
+    );
+}
+
+/// An engine called the runtime with each of `verbs` (a word of a line of
+/// `calls`, the log [`write_runtime_wrapper`] keeps).
+#[track_caller]
+pub fn assert_called(calls: &str, verbs: &[&str]) {
+    for verb in verbs {
+        assert!(
+            calls
+                .lines()
+                .any(|l| l.split_whitespace().any(|w| w == *verb)),
+            "no {verb} call:\n{calls}"
+        );
+    }
 }
 
 /// Cgroup directories named after a container id anywhere under

@@ -560,12 +560,7 @@ fn unprivileged_adapt_validates_and_warms_the_user_cache() {
             .arg(format!("report.json={}", secret.display()))
             .current_dir(&work),
     );
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("cannot read: Permission denied"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "cannot read: Permission denied");
     // A hostile component is stopped as it is as root.
     let comp = work.join("loop.wasm");
     fs::write(
@@ -591,8 +586,7 @@ fn unprivileged_adapt_validates_and_warms_the_user_cache() {
             ])
             .current_dir(&work),
     );
-    assert_exit(&o, 137);
-    assert!(text(&o.stderr).contains("fuel"), "{}", text(&o.stderr));
+    assert_exit_stderr(&o, 137, "fuel");
     // --all works unprivileged too.
     let o = capture(
         user.cmd(&bin)

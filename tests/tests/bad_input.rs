@@ -212,16 +212,7 @@ fn running_container_cannot_be_deleted_without_force() {
     let b = Bundle::busybox(&["sleep", "30"]);
     let id = unique_id("busy");
     let _g = rt.guard(&id);
-    assert_exit(
-        &rt.run(&[
-            "run",
-            "--detach",
-            "--bundle",
-            b.path().to_str().unwrap(),
-            &id,
-        ]),
-        0,
-    );
+    assert_exit(&rt.run_detached(&b, &id), 0);
     expect(&rt.run(&["delete", &id]), 1, &["is not stopped"]);
     expect(
         &rt.run(&["start", &id]),

@@ -224,6 +224,25 @@ impl Containerd {
         self.run_with(&self.runtime, opts, args)
     }
 
+    /// `ctr run --detach` of `sh -c script` in `b`'s rootfs as task `id`.
+    fn run_detached_sh(&self, b: &Bundle, id: &str, script: &str) -> Output {
+        let rootfs = b.rootfs();
+        let rootfs = rootfs.to_str().unwrap();
+        self.run_with_binary(
+            &["--detach", "--env", "PATH=/bin", "--rootfs", rootfs],
+            &[id, "sh", "-c", script],
+        )
+    }
+
+    /// `ctr task exec --exec-id EXEC [flags…] ID sh -c script`.
+    fn exec_sh(&self, exec_id: &str, flags: &[&str], id: &str, script: &str) -> Output {
+        let fifo = self.fifo_dir();
+        let mut a = vec!["task", "exec", "--fifo-dir", &fifo, "--exec-id", exec_id];
+        a.extend_from_slice(flags);
+        a.extend_from_slice(&[id, "sh", "-c", script]);
+        self.ctr(&a)
+    }
+
     /// [`Self::run_with_binary`] with another runc binary.
     fn run_with(&self, runtime: &Path, opts: &[&str], args: &[&str]) -> Output {
         let runtime = runtime.to_str().unwrap().to_owned();
@@ -275,14 +294,7 @@ impl Containerd {
 
     #[track_caller]
     fn expect(&self, o: &Output, code: i32) {
-        assert_eq!(
-            o.status.code(),
-            Some(code),
-            "exit status\nstdout: {}\nstderr: {}\nruntime calls:\n{}",
-            text(&o.stdout),
-            text(&o.stderr),
-            self.calls()
-        );
+        assert_exit_showing(o, code, "runtime calls", &self.calls());
     }
 
     /// STATUS column of `ctr task ls` for `id` (empty if not listed).
@@ -475,14 +487,7 @@ fn ctr_run_with_runc_binary() {
             "shim call without --root/--log-format json: {l}"
         );
     }
-    for verb in ["create", "start", "delete"] {
-        assert!(
-            calls
-                .lines()
-                .any(|l| l.split_whitespace().any(|w| w == verb)),
-            "no {verb} call:\n{calls}"
-        );
-    }
+    assert_called(&calls, &["create", "start", "delete"]);
     assert_eq!(text(&c.ctr(&["container", "ls", "-q"]).stdout).trim(), "");
     c.assert_clean(&c.runc_root.join(&c.ns), &[&id, &id2]);
 }
@@ -494,48 +499,15 @@ fn ctr_exec_pause_resume_kill_delete() {
     };
     let b = Bundle::busybox(&[]);
     let id = unique_id("sbc");
-    let o = c.run_with_binary(
-        &[
-            "--detach",
-            "--env",
-            "PATH=/bin",
-            "--rootfs",
-            b.rootfs().to_str().unwrap(),
-        ],
-        &[&id, "sh", "-c", "trap 'exit 3' TERM; sleep 1000 & wait"],
-    );
+    let o = c.run_detached_sh(&b, &id, "trap 'exit 3' TERM; sleep 1000 & wait");
     c.expect(&o, 0);
     c.wait_task_status(&id, "RUNNING");
     assert_eq!(c.sandboy_status(&id), "running");
 
-    let o = c.ctr(&[
-        "task",
-        "exec",
-        "--fifo-dir",
-        &c.fifo_dir(),
-        "--exec-id",
-        "e1",
-        &id,
-        "sh",
-        "-c",
-        "echo in-exec; exit 3",
-    ]);
+    let o = c.exec_sh("e1", &[], &id, "echo in-exec; exit 3");
     c.expect(&o, 3);
     assert_eq!(text(&o.stdout), "in-exec\n");
-    let o = c.ctr(&[
-        "task",
-        "exec",
-        "--fifo-dir",
-        &c.fifo_dir(),
-        "--exec-id",
-        "e2",
-        "--cwd",
-        "/tmp",
-        &id,
-        "sh",
-        "-c",
-        "echo $X $(pwd)",
-    ]);
+    let o = c.exec_sh("e2", &["--cwd", "/tmp"], &id, "echo $X $(pwd)");
     c.expect(&o, 0);
     assert_eq!(text(&o.stdout), "/tmp\n");
 
@@ -574,16 +546,7 @@ fn ctr_exec_pause_resume_kill_delete() {
 
     // kill --all on a container with several processes.
     let id2 = unique_id("sbc");
-    let o = c.run_with_binary(
-        &[
-            "--detach",
-            "--env",
-            "PATH=/bin",
-            "--rootfs",
-            b.rootfs().to_str().unwrap(),
-        ],
-        &[&id2, "sh", "-c", "sleep 1000 & sleep 1000 & wait"],
-    );
+    let o = c.run_detached_sh(&b, &id2, "sleep 1000 & sleep 1000 & wait");
     c.expect(&o, 0);
     c.wait_task_status(&id2, "RUNNING");
     let o = c.ctr(&["task", "kill", "--all", "--signal", "SIGKILL", &id2]);

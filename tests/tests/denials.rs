@@ -9,8 +9,8 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,12 @@ fn set_audit(enabled: u32) {
 struct AuditState {
     before: u32,
     _lock: MutexGuard<'static, ()>,
+}
+
+/// [`ready`], then the audit switch taken ([`AuditState::take`]) for the
+/// test's lifetime; `None` after the recorded skip.
+fn ready_with_audit(test: &str, enabled: Option<u32>) -> Option<AuditState> {
+    ready(test).then(|| AuditState::take(enabled))
 }
 
 impl AuditState {
@@ -156,16 +162,7 @@ impl Confined {
             format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
         )
         .unwrap();
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .args(["generate", "--policy"])
-                .arg(&path)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(&rootfs),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&path);
         bundle.edit(|c| {
             c["root"]["readonly"] = false.into();
             c["linux"]["seccomp"]["flags"] = serde_json::json!(["SECCOMP_FILTER_FLAG_LOG"]);
@@ -252,10 +249,9 @@ fn one(kind: &str, target: &str, allow: &str) -> Vec<(String, String, String, Op
 #[test]
 fn each_kind_of_refusal_gives_exactly_its_report_line() {
     let test = "each_kind_of_refusal_gives_exactly_its_report_line";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, None) else {
         return;
-    }
-    let _audit = AuditState::take(None);
+    };
     let c = Confined::new(POLICY);
     let on = ["--audit=enable"];
     let cases: &[(&[&str], &str, &str, &str)] = &[
@@ -347,10 +343,9 @@ fn each_kind_of_refusal_gives_exactly_its_report_line() {
 #[test]
 fn a_kill_verdict_is_reported_as_the_syscall_that_killed() {
     let test = "a_kill_verdict_is_reported_as_the_syscall_that_killed";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, None) else {
         return;
-    }
-    let _audit = AuditState::take(None);
+    };
     let c = Confined::new(&POLICY.replace(
         "deny = [\"personality\"]",
         "deny = [\"personality\"]\naction = \"kill\"",
@@ -372,10 +367,9 @@ fn a_kill_verdict_is_reported_as_the_syscall_that_killed() {
 #[test]
 fn two_containers_refusing_at_once_each_see_only_their_own() {
     let test = "two_containers_refusing_at_once_each_see_only_their_own";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(1)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(1));
+    };
     let a = Confined::new(POLICY);
     let b = Confined::new(POLICY);
     // Each refuses the same thing many times, in a loop, at the same time.
@@ -424,10 +418,9 @@ fn two_containers_refusing_at_once_each_see_only_their_own() {
 #[test]
 fn a_detached_container_reports_through_events_and_its_state_dir() {
     let test = "a_detached_container_reports_through_events_and_its_state_dir";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(1)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(1));
+    };
     let c = Confined::new(POLICY);
     c.bundle.edit(|j| {
         j["process"]["args"] = serde_json::json!([
@@ -473,10 +466,9 @@ fn a_detached_container_reports_through_events_and_its_state_dir() {
 #[test]
 fn with_audit_off_and_not_allowed_one_warning_and_the_container_runs() {
     let test = "with_audit_off_and_not_allowed_one_warning_and_the_container_runs";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(0)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(0));
+    };
     let c = Confined::new(POLICY);
     let (code, lines, stderr) = c.run(&["--audit=if-enabled"], &["/bin/probe", "read", "/data/f"]);
     assert_eq!(code, 1, "{stderr}");
@@ -498,10 +490,9 @@ fn with_audit_off_and_not_allowed_one_warning_and_the_container_runs() {
 #[test]
 fn a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes() {
     let test = "a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(1)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(1));
+    };
     let c = Confined::new(POLICY);
     // 20,000 refused opens from the shell itself (no exec per attempt).
     let (code, lines, stderr) = c.run(
@@ -551,10 +542,9 @@ fn a_loop_of_denials_is_one_line_and_one_warning_and_the_loop_completes() {
 #[test]
 fn an_exec_d_process_refusal_is_reported() {
     let test = "an_exec_d_process_refusal_is_reported";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(1)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(1));
+    };
     let c = Confined::new(POLICY);
     c.bundle.edit(|j| {
         // The runtime, not the profile, must ask for the log flag.
@@ -591,6 +581,17 @@ fn an_exec_d_process_refusal_is_reported() {
     remove_cgroup_tree(&format!("sandboy/{id}"));
 }
 
+/// `sandboy-spec-gen suggest POLICY --report REPORT` (the diff on stdout).
+fn suggest(policy: &Path, report: &Path) -> Output {
+    capture(
+        Command::new(spec_gen_bin())
+            .arg("suggest")
+            .arg(policy)
+            .arg("--report")
+            .arg(report),
+    )
+}
+
 /// `sandboy-spec-gen suggest` on the reports of refused probes: the diff
 /// adds exactly what was refused (nothing else widens), the suggested
 /// policy lets the same probes through, and a probe of something not
@@ -598,10 +599,9 @@ fn an_exec_d_process_refusal_is_reported() {
 #[test]
 fn suggest_allows_what_was_refused_and_nothing_else() {
     let test = "suggest_allows_what_was_refused_and_nothing_else";
-    if !ready(test) {
+    let Some(_audit) = ready_with_audit(test, Some(1)) else {
         return;
-    }
-    let _audit = AuditState::take(Some(1));
+    };
     let probes: &[&[&str]] = &[
         &["/bin/probe", "read", "/data/f"],
         &["/bin/probe", "create", "/out/new"],
@@ -627,13 +627,7 @@ fn suggest_allows_what_was_refused_and_nothing_else() {
     let report_path = host.join("all.jsonl");
     fs::write(&report_path, &report).unwrap();
     let policy = host.join("p.toml");
-    let o = capture(
-        Command::new(spec_gen_bin())
-            .arg("suggest")
-            .arg(&policy)
-            .arg("--report")
-            .arg(&report_path),
-    );
+    let o = suggest(&policy, &report_path);
     assert_exit(&o, 0);
     let diff = text(&o.stdout);
     let mut changed: Vec<&str> = diff
@@ -697,13 +691,7 @@ fn suggest_allows_what_was_refused_and_nothing_else() {
         format!("{report}{{\"kind\": \"read\", \"target\"\n"),
     )
     .unwrap();
-    let o = capture(
-        Command::new(spec_gen_bin())
-            .arg("suggest")
-            .arg(&policy)
-            .arg("--report")
-            .arg(&report_path),
-    );
+    let o = suggest(&policy, &report_path);
     assert_exit(&o, 2);
     let err = text(&o.stderr);
     let at = format!("{}:6:", report_path.display());

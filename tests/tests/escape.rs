@@ -82,6 +82,12 @@ fn ready(test: &str) -> bool {
 // ---------------------------------------------------------------------------
 // A confined busybox container made from a policy
 
+/// [`ready`], then [`Sandbox::new`] of `policy`; `None` after the recorded
+/// skip when the machine is not ready.
+fn sandbox(test: &str, policy: &str) -> Option<Sandbox> {
+    ready(test).then(|| Sandbox::new(policy))
+}
+
 /// A busybox bundle whose config.json is generated from a test policy.
 ///
 /// Host side (the policy's directory): `outside/` and `work/`, for
@@ -157,17 +163,7 @@ impl Sandbox {
             format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
         )
         .unwrap();
-        let o = capture(
-            Command::new(spec_gen_bin())
-                .arg("generate")
-                .arg("--policy")
-                .arg(&policy_path)
-                .arg("--bundle")
-                .arg(bundle.path())
-                .arg("--rootfs")
-                .arg(&rootfs),
-        );
-        assert_exit(&o, 0);
+        bundle.generate(&policy_path);
         Sandbox {
             rt: Runtime::sandboy(),
             bundle,
@@ -211,6 +207,24 @@ impl Sandbox {
         let id = unique_id("esc");
         let _c = Cleanup::new(&self.rt, &id);
         output_timeout(&mut self.run_cmd(&id, &[], &[], args), RUN_LIMIT)
+    }
+
+    /// Run `script` with `/bin/sh -c` in a fresh container.
+    fn sh(&self, script: &str) -> Output {
+        self.run(&["/bin/sh", "-c", script])
+    }
+
+    /// Start `/bin/sleep 60` detached as container `id` and wait until it
+    /// runs; the returned guard removes it.
+    fn sleeper(&self, id: &str) -> Cleanup<'_> {
+        let c = Cleanup::new(&self.rt, id);
+        let o = output_timeout(
+            &mut self.run_cmd(id, &[], &["--detach"], &["/bin/sleep", "60"]),
+            RUN_LIMIT,
+        );
+        assert_exit(&o, 0);
+        self.rt.wait_status(id, "running");
+        c
     }
 
     /// Run the probe and assert its one-line verdict exactly.
@@ -314,10 +328,9 @@ options = ["rbind", "rw"]
 #[test]
 fn fs_write_and_create_only_inside_write_allowlist() {
     let t = "fs_write_and_create_only_inside_write_allowlist";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     // /outside is a rw bind mount (DAC and mount allow it): only Landlock refuses.
     s.expect(&["write", "/outside/target"], "errno=EACCES");
     s.expect(&["write", "/work/file"], "ok");
@@ -339,10 +352,9 @@ fn fs_write_and_create_only_inside_write_allowlist() {
 #[test]
 fn fs_unlink_and_rename_only_inside_write_allowlist() {
     let t = "fs_unlink_and_rename_only_inside_write_allowlist";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     s.expect(&["unlink", "/outside/victim"], "errno=EACCES");
     s.expect(&["unlink", "/work/victim"], "ok");
     s.expect(&["rename", "/outside/a", "/outside/b"], "errno=EACCES");
@@ -356,10 +368,9 @@ fn fs_unlink_and_rename_only_inside_write_allowlist() {
 #[test]
 fn fs_read_and_exec_only_inside_allowlists() {
     let t = "fs_read_and_exec_only_inside_allowlists";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     s.expect(&["read", "/secret/s"], "errno=EACCES");
     s.expect(&["read", "/outside/target"], "errno=EACCES");
     s.expect(&["read", "/data/f"], "ok");
@@ -379,10 +390,9 @@ fn fs_read_and_exec_only_inside_allowlists() {
 #[test]
 fn fs_symlink_out_of_allowed_tree_does_not_help() {
     let t = "fs_symlink_out_of_allowed_tree_does_not_help";
-    if !ready(t) {
+    let Some(s) = sandbox(t, FS_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(FS_POLICY);
+    };
     // /work/escape -> /outside/target: Landlock judges the resolved path.
     s.expect(&["write", "/work/escape"], "errno=EACCES");
     s.expect(&["read", "/work/escape"], "errno=EACCES");
@@ -452,19 +462,9 @@ fn net_tcp_connect_and_bind_only_listed_ports() {
     );
     let closed = free_port();
     let (bind_ok, bind_no) = (free_port(), free_port());
-    let policy = format!(
-        r#"
-version = 1
-name = "escape-net"
-[landlock]
-mode = "enforce"
-[fs]
-exec = ["/bin"]
-[net]
-namespace = "host"
-connect = [{lp}, {closed}]
-bind = [{bind_ok}]
-"#
+    let policy = host_net_policy(
+        "escape-net",
+        &format!("connect = [{lp}, {closed}]\nbind = [{bind_ok}]"),
     );
     let s = Sandbox::new(&policy);
     let (lp, up, closed) = (lp.to_string(), up.to_string(), closed.to_string());
@@ -492,10 +492,9 @@ bind = [8080]
 #[test]
 fn net_none_bind_rules_apply_in_own_netns() {
     let t = "net_none_bind_rules_apply_in_own_netns";
-    if !ready(t) {
+    let Some(s) = sandbox(t, NET_NONE_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(NET_NONE_POLICY);
+    };
     s.expect(&["bind", "8080"], "ok");
     s.expect(&["bind", "8081"], "errno=EACCES");
     s.expect(&["connect", "8081"], "errno=EACCES");
@@ -507,25 +506,30 @@ fn net_none_bind_rules_apply_in_own_netns() {
 #[test]
 fn net_none_has_a_working_loopback() {
     let t = "net_none_has_a_working_loopback";
-    if !ready(t) {
+    let Some(s) = sandbox(t, NET_NONE_POLICY) else {
         return;
-    }
-    let s = Sandbox::new(NET_NONE_POLICY);
+    };
     s.expect(&["connect", "8080"], "ok (ECONNREFUSED)");
 }
 
 fn abstract_policy(scope: &str) -> String {
+    host_net_policy("escape-abstract", &format!("scope = {scope}"))
+}
+
+/// A policy on the host network that executes only /bin, with `net` (the
+/// rest of its `[net]` table).
+fn host_net_policy(name: &str, net: &str) -> String {
     format!(
         r#"
 version = 1
-name = "escape-abstract"
+name = "{name}"
 [landlock]
 mode = "enforce"
 [fs]
 exec = ["/bin"]
 [net]
 namespace = "host"
-scope = {scope}
+{net}
 "#
     )
 }
@@ -581,13 +585,7 @@ scope = {scope}
     ] {
         let s = Sandbox::new(&policy(scope));
         let id = unique_id("esc-sig");
-        let _c = Cleanup::new(&s.rt, &id);
-        let o = output_timeout(
-            &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
-            RUN_LIMIT,
-        );
-        assert_exit(&o, 0);
-        s.rt.wait_status(&id, "running");
+        let _c = s.sleeper(&id);
         // `exec` restricts itself with its own Landlock domain: the init
         // (pid 1) is outside it.
         let o = s.rt.run(&["exec", &id, "/bin/probe", "kill", "1", "0"]);
@@ -681,31 +679,36 @@ fn syscall_table(s: &Sandbox, names: &[&str]) -> Vec<(String, i32, String)> {
     rows
 }
 
-#[test]
-fn syscalls_default_deny_returns_eperm() {
-    let t = "syscalls_default_deny_returns_eperm";
-    if !ready(t) {
-        return;
-    }
-    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+/// Every `DENIED` syscall gets `denied` (exit code, verdict) from `s`, and
+/// its counterpart `personality` (in no deny list) runs.
+#[track_caller]
+fn assert_denied_but_personality(s: &Sandbox, denied: (i32, &str)) {
     let mut names = DENIED.to_vec();
     names.push("personality");
-    for (name, code, verdict) in syscall_table(&s, &names) {
+    for (name, code, verdict) in syscall_table(s, &names) {
         if name == "personality" {
             assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
         } else {
-            assert_eq!((code, verdict.as_str()), (1, "errno=EPERM"), "{name}");
+            assert_eq!((code, verdict.as_str()), denied, "{name}");
         }
     }
 }
 
 #[test]
+fn syscalls_default_deny_returns_eperm() {
+    let t = "syscalls_default_deny_returns_eperm";
+    let Some(s) = sandbox(t, &syscall_policy("errno", "[]")) else {
+        return;
+    };
+    assert_denied_but_personality(&s, (1, "errno=EPERM"));
+}
+
+#[test]
 fn syscalls_kill_action_kills_with_sigsys() {
     let t = "syscalls_kill_action_kills_with_sigsys";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("kill", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    };
     // The probe as the container's init: `sandboy run` reports 128 + SIGSYS.
     let o = s.run(&["/bin/probe", "syscall", "ptrace"]);
     assert_exit(&o, 128 + libc::SIGSYS);
@@ -713,15 +716,7 @@ fn syscalls_kill_action_kills_with_sigsys() {
     let o = s.run(&["/bin/probe", "syscall", "personality"]);
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout).trim(), "ok");
-    let mut names = DENIED.to_vec();
-    names.push("personality");
-    for (name, code, verdict) in syscall_table(&s, &names) {
-        if name == "personality" {
-            assert_eq!((code, verdict.as_str()), (0, "ok"), "{name}");
-        } else {
-            assert_eq!((code, verdict.as_str()), (128 + libc::SIGSYS, ""), "{name}");
-        }
-    }
+    assert_denied_but_personality(&s, (128 + libc::SIGSYS, ""));
 }
 
 #[test]
@@ -873,11 +868,7 @@ fn fail_closed_landlock_right_above_kernel_abi() {
     );
     let st = s.rt.run(&["state", &id]);
     assert!(!st.status.success());
-    assert!(
-        text(&st.stderr).contains("container does not exist"),
-        "{}",
-        text(&st.stderr)
-    );
+    assert_stderr_contains(&st, "container does not exist");
     assert!(!s.rt.root.path().join(&id).exists(), "state dir left");
     assert_eq!(cgroups_named(&id), Vec::<PathBuf>::new(), "cgroups left");
     assert_eq!(pids_mentioning(&id), Vec::<i32>::new(), "processes left");
@@ -901,12 +892,7 @@ fn fail_closed_landlock_right_above_kernel_abi() {
         &mut s.run_cmd(&id, &g, &[], &["/bin/sh", "-c", MARKER_SCRIPT]),
         RUN_LIMIT,
     );
-    assert_exit(&o, 1);
-    assert!(
-        text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 1, "can't create /outside/marker: Permission denied");
     assert!(
         s.work().join("started").exists(),
         "best-effort: the payload did not start"
@@ -942,12 +928,7 @@ fn fail_closed_seccomp_blocking_landlock_never_runs_unconfined() {
             .args(["generate", "--bundle", "-", "--policy"])
             .arg(&p),
     );
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("landlock_restrict_self"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "landlock_restrict_self");
 
     // ... so the profile is hand-written into config.json.
     for with_landlock in [true, false] {
@@ -987,12 +968,7 @@ fn fail_closed_seccomp_blocking_landlock_never_runs_unconfined() {
             // Either it refused to start, or (Landlock is applied before
             // seccomp) it ran confined and its escape was refused.
             if s.work().join("started").exists() {
-                assert_exit(&o, 1);
-                assert!(
-                    text(&o.stderr).contains("can't create /outside/marker: Permission denied"),
-                    "{}",
-                    text(&o.stderr)
-                );
+                assert_exit_stderr(&o, 1, "can't create /outside/marker: Permission denied");
             } else {
                 assert_ne!(o.status.code(), Some(0));
             }
@@ -1064,10 +1040,9 @@ fn exhaustion_fork_bomb_stops_at_pids_limit() {
 #[test]
 fn exhaustion_memory_bomb_is_oom_killed_and_reported() {
     let t = "exhaustion_memory_bomb_is_oom_killed_and_reported";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &limits_policy("memory = \"64MiB\"\npids = 64")) else {
         return;
-    }
-    let s = Sandbox::new(&limits_policy("memory = \"64MiB\"\npids = 64"));
+    };
     // Counterpart: well under the limit.
     let o = s.run(&["/bin/probe", "membomb", "16"]);
     assert_exit(&o, 0);
@@ -1102,10 +1077,9 @@ fn timeout_log_ok(log: &Path, id: &str) {
 #[test]
 fn exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached() {
     let t = "exhaustion_cpu_spin_is_killed_at_timeout_run_and_detached";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &limits_policy("timeout = \"2s\"\npids = 16")) else {
         return;
-    }
-    let s = Sandbox::new(&limits_policy("timeout = \"2s\"\npids = 16"));
+    };
     let log = s.host.path().join("timeout.json");
     let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
 
@@ -1168,18 +1142,11 @@ fn exec_into_a_container_is_as_confined_as_its_init() {
     // sandboy must still apply the container's profile (and its Landlock
     // ruleset) to it.
     let t = "exec_into_a_container_is_as_confined_as_its_init";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("errno", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("errno", "[]"));
+    };
     let id = unique_id("esc-exec");
-    let _c = Cleanup::new(&s.rt, &id);
-    let o = output_timeout(
-        &mut s.run_cmd(&id, &[], &["--detach"], &["/bin/sleep", "60"]),
-        RUN_LIMIT,
-    );
-    assert_exit(&o, 0);
-    s.rt.wait_status(&id, "running");
+    let _c = s.sleeper(&id);
     for name in DENIED {
         let o = s.rt.run(&["exec", &id, "/bin/probe", "syscall", name]);
         assert_eq!(
@@ -1311,12 +1278,10 @@ fn setuid_modes_are_refused_and_a_host_user_gets_no_privilege() {
         ],
     );
     // The plant: a copy of the probe in the host-backed write path.
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "cp /bin/probe /work/p && /bin/probe chmod /work/p 4755; /bin/probe chmod /work/p 2755; \
          /bin/probe chmod /work/p 6755; /bin/probe chmod /work/p 0755",
-    ]);
+    );
     assert_exit(&o, 0);
     assert_eq!(
         text(&o.stdout).lines().collect::<Vec<_>>(),
@@ -1348,13 +1313,11 @@ fn rw_mount_outside_write_paths_is_read_only_metadata_included() {
         return;
     }
     let s = Sandbox::generated(FS_POLICY);
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "/bin/probe chmod /outside/target 0600; /bin/probe write /outside/target; \
          touch /outside/target 2>&1; echo touch=$?; \
          /bin/probe chmod /work/file 0600; touch /work/file; echo touch=$?",
-    ]);
+    );
     assert_exit(&o, 0);
     let out = text(&o.stdout);
     let lines: Vec<&str> = out.lines().collect();
@@ -1375,14 +1338,12 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
         return;
     }
     let s = Sandbox::generated(FS_POLICY);
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
+    let o = s.sh(
         "cp /bin/probe /tmp/p && cp /bin/probe /work/p && \
          /bin/probe mmap-exec /tmp/p; /bin/probe mmap-exec /work/p; /bin/probe mmap-exec /bin/probe; \
          /bin/probe memfd-exec /bin/probe exec; /bin/probe memfd-exec /bin/probe plain; \
          /bin/probe exec /tmp/p",
-    ]);
+    );
     assert_exit(&o, 1); // the last attempt's refusal
     assert_eq!(
         text(&o.stdout).lines().collect::<Vec<_>>(),
@@ -1400,31 +1361,16 @@ fn code_outside_exec_paths_cannot_be_mapped_or_run() {
     // Counterpart: a write path that is also an exec path is not noexec.
     let s =
         Sandbox::generated(&FS_POLICY.replace(r#"exec = ["/bin"]"#, r#"exec = ["/bin", "/tmp"]"#));
-    let o = s.run(&[
-        "/bin/sh",
-        "-c",
-        "cp /bin/probe /tmp/p && /bin/probe mmap-exec /tmp/p; /tmp/p hello",
-    ]);
+    let o = s.sh("cp /bin/probe /tmp/p && /bin/probe mmap-exec /tmp/p; /tmp/p hello");
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout).lines().collect::<Vec<_>>(), ["ok", "hello"]);
 }
 
 /// Host network, TCP connect to `port` allowed, bind to none.
 fn tcp_policy(port: u16, extra: &str) -> String {
-    format!(
-        r#"
-version = 1
-name = "escape-14-net"
-[landlock]
-mode = "enforce"
-[fs]
-exec = ["/bin"]
-[net]
-namespace = "host"
-connect = [{port}]
-bind = []
-{extra}
-"#
+    host_net_policy(
+        "escape-14-net",
+        &format!("connect = [{port}]\nbind = []\n{extra}"),
     )
 }
 
@@ -1624,10 +1570,9 @@ fn write_path_tmpfs_is_capped_by_disk_and_inodes() {
 #[test]
 fn sigsys_kills_and_refused_execs_are_warn_events_with_the_id() {
     let t = "sigsys_kills_and_refused_execs_are_warn_events_with_the_id";
-    if !ready(t) {
+    let Some(s) = sandbox(t, &syscall_policy("kill", "[]")) else {
         return;
-    }
-    let s = Sandbox::new(&syscall_policy("kill", "[]"));
+    };
     let log = s.host.path().join("log.json");
     let g = ["--log", log.to_str().unwrap(), "--log-format", "json"];
     let run = |args: &[&str]| {

@@ -109,11 +109,6 @@ fn learned_policy_runs_the_build_and_refuses_what_is_new() {
         "--",
         "true",
     ]);
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("bad.toml:3:"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "bad.toml:3:");
     assert!(!out.exists());
 }

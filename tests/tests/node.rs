@@ -329,12 +329,7 @@ fn config_errors_are_located() {
     assert!(err.contains("did you mean \"require_policy\"?"), "{err}");
     // `policy check` draws it with the source line.
     let o = n.sandboy(&["policy", "check"]);
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("require_polcy = true"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "require_polcy = true");
     // An explicit configuration that does not exist is an error too.
     let id = unique_id("node-noconf");
     let o = capture(
@@ -343,12 +338,7 @@ fn config_errors_are_located() {
             .arg(n.dir.path().join("missing.toml"))
             .args(["create", "--bundle", b.path().to_str().unwrap(), &id]),
     );
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("missing.toml"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "missing.toml");
     assert_nothing_left(&n.rt, &id);
 }
 
@@ -439,12 +429,7 @@ fn policy_cli_lists_shows_checks() {
     // A relative path is fine for wrap, not for a container: check says so.
     n.policy("relative", "version = 1\n[fs]\nread = [\"./src\"]\n");
     let o = n.sandboy(&["policy", "check", "relative"]);
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("relative.toml:3:9"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "relative.toml:3:9");
 }
 
 /// The policy tightens what the engine asked for: its pid limit (64) wins

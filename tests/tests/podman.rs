@@ -10,7 +10,7 @@
 //! it cannot keep the state private.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -112,6 +112,15 @@ impl Podman {
         self.podman(&a)
     }
 
+    /// `podman run OPTS… --rootfs ROOTFS ARGS…` (`--rootfs` makes ROOTFS
+    /// the image argument: every option goes before it).
+    fn run_rootfs(&self, opts: &[&str], rootfs: &Path, args: &[&str]) -> Output {
+        let mut a = opts.to_vec();
+        a.extend_from_slice(&["--rootfs", rootfs.to_str().unwrap()]);
+        a.extend_from_slice(args);
+        self.run(&a)
+    }
+
     /// Every runtime invocation so far, one per line.
     fn calls(&self) -> String {
         fs::read_to_string(self.dir.path().join("calls.log")).unwrap_or_default()
@@ -129,14 +138,7 @@ impl Podman {
     /// Assert on an exit code, printing podman's streams and the runtime calls.
     #[track_caller]
     fn expect(&self, o: &Output, code: i32) {
-        assert_eq!(
-            o.status.code(),
-            Some(code),
-            "exit status\nstdout: {}\nstderr: {}\nruntime calls:\n{}",
-            text(&o.stdout),
-            text(&o.stderr),
-            self.calls()
-        );
+        assert_exit_showing(o, code, "runtime calls", &self.calls());
     }
 
     fn inspect(&self, name: &str, format: &str) -> String {
@@ -272,14 +274,7 @@ fn run_rm_echo_and_exit_code() {
         calls.contains("--log-format=json"),
         "podman did not pass --log-format=json:\n{calls}"
     );
-    for verb in ["create", "start", "delete"] {
-        assert!(
-            calls
-                .lines()
-                .any(|l| l.split_whitespace().any(|w| w == verb)),
-            "no {verb} call:\n{calls}"
-        );
-    }
+    assert_called(&calls, &["create", "start", "delete"]);
     assert_eq!(
         text(&p.podman(&["ps", "-aq"]).stdout).trim(),
         "",
@@ -346,16 +341,15 @@ fn detached_exec_logs_stop_rm() {
     };
     let b = busybox_rootfs();
     let name = unique_id("sbd");
-    let o = p.run(&[
-        "-d",
-        "--name",
-        &name,
-        "--rootfs",
-        b.rootfs().to_str().unwrap(),
-        "sh",
-        "-c",
-        "trap 'echo got-term; exit 0' TERM; echo started; sleep 1000 & wait",
-    ]);
+    let o = p.run_rootfs(
+        &["-d", "--name", &name],
+        &b.rootfs(),
+        &[
+            "sh",
+            "-c",
+            "trap 'echo got-term; exit 0' TERM; echo started; sleep 1000 & wait",
+        ],
+    );
     p.expect(&o, 0);
     let id = text(&o.stdout).trim().to_owned();
     assert_eq!(id.len(), 64, "podman run -d printed {id:?}");
@@ -481,16 +475,15 @@ fn pause_unpause() {
     };
     let b = busybox_rootfs();
     let name = unique_id("sbp");
-    let o = p.run(&[
-        "-d",
-        "--name",
-        &name,
-        "--rootfs",
-        b.rootfs().to_str().unwrap(),
-        "sh",
-        "-c",
-        "while true; do date +%s > /tmp/tick; sleep 0.2; done",
-    ]);
+    let o = p.run_rootfs(
+        &["-d", "--name", &name],
+        &b.rootfs(),
+        &[
+            "sh",
+            "-c",
+            "while true; do date +%s > /tmp/tick; sleep 0.2; done",
+        ],
+    );
     p.expect(&o, 0);
     let id = text(&o.stdout).trim().to_owned();
 
@@ -591,16 +584,11 @@ fn landlock_annotation_confines_writes() {
                   if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi; \
                   if mkdir /work/newdir 2>&1; then echo MKDIR-OUTSIDE; exit 1; fi; \
                   echo denied";
-    let o = p.run(&[
-        "--rm",
-        "--annotation",
-        &annotation,
-        "--rootfs",
-        b.rootfs().to_str().unwrap(),
-        "sh",
-        "-c",
-        script,
-    ]);
+    let o = p.run_rootfs(
+        &["--rm", "--annotation", &annotation],
+        &b.rootfs(),
+        &["sh", "-c", script],
+    );
     // The annotation reached the runtime, verbatim.
     let config: serde_json::Value = serde_json::from_slice(
         &fs::read(p.dir.path().join("last-config.json")).expect("config.json copy"),
@@ -642,14 +630,11 @@ fn invalid_landlock_annotation_is_reported() {
     };
     let b = busybox_rootfs();
     let annotation = csv_quote(r#"dev.sandboy.landlock={"mode":"sideways","fs":[]}"#);
-    let o = p.run(&[
-        "--rm",
-        "--annotation",
-        &annotation,
-        "--rootfs",
-        b.rootfs().to_str().unwrap(),
-        "true",
-    ]);
+    let o = p.run_rootfs(
+        &["--rm", "--annotation", &annotation],
+        &b.rootfs(),
+        &["true"],
+    );
     assert_ne!(
         o.status.code(),
         Some(0),
@@ -679,15 +664,11 @@ fn wasm_containers_via_annotation() {
     .unwrap();
     let runtime = format!("--runtime={}", p.runtime.display());
     // A WASI program run by sandboy's wasm host.
-    let o = p.run(&[
-        &runtime,
-        "--rm",
-        "--annotation",
-        "run.oci.handler=wasm",
-        "--rootfs",
-        rootfs.to_str().unwrap(),
-        "/hello.wasm",
-    ]);
+    let o = p.run_rootfs(
+        &[&runtime, "--rm", "--annotation", "run.oci.handler=wasm"],
+        &rootfs,
+        &["/hello.wasm"],
+    );
     p.expect(&o, 3);
     assert_eq!(text(&o.stdout), "hello from wasi\n");
 
@@ -707,19 +688,17 @@ fn wasm_containers_via_annotation() {
         rootfs.join("report.json"),
     )
     .unwrap();
-    let o = p.run(&[
-        &runtime,
-        "--rm",
-        "--annotation",
-        "run.oci.handler=wasm",
-        "--rootfs",
-        rootfs.to_str().unwrap(),
-        "/adapters/infersharp.wasm",
-        "--tool",
-        "infersharp",
-        "--artifact",
-        "report.json=/report.json",
-    ]);
+    let o = p.run_rootfs(
+        &[&runtime, "--rm", "--annotation", "run.oci.handler=wasm"],
+        &rootfs,
+        &[
+            "/adapters/infersharp.wasm",
+            "--tool",
+            "infersharp",
+            "--artifact",
+            "report.json=/report.json",
+        ],
+    );
     p.expect(&o, 0);
     let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).expect("SARIF on stdout");
     assert_eq!(sarif["version"], "2.1.0");
@@ -790,11 +769,7 @@ fn named_policy_annotation_is_enforced() {
         "true",
     ]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(
-        text(&o.stderr).contains("did you mean \"gate-step\"?"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_stderr_contains(&o, "did you mean \"gate-step\"?");
     p.assert_clean();
 }
 

@@ -80,6 +80,21 @@ impl Env {
         capture(&mut c)
     }
 
+    /// `sandboy-spec-gen generate --rootless --policy POLICY --bundle BUNDLE`
+    /// as the user, in `cwd`.
+    fn generate_rootless(&self, cwd: &Path, policy: &Path, bundle: &str) -> Output {
+        let policy = policy.display().to_string();
+        let args = [
+            "generate",
+            "--rootless",
+            "--policy",
+            &policy,
+            "--bundle",
+            bundle,
+        ];
+        self.as_user(cwd, &self.spec_gen, &args)
+    }
+
     /// `prog args…` as the user in the cgroup v2 view (see the module comment).
     fn as_user_v2(&self, cwd: &Path, prog: &Path, args: &[&str]) -> Output {
         let script = format!(
@@ -183,18 +198,7 @@ write = ["/out"]
     .unwrap();
     fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
     let bundle_arg = b.path().display().to_string();
-    let o = env.as_user(
-        b.path(),
-        &env.spec_gen,
-        &[
-            "generate",
-            "--rootless",
-            "--policy",
-            &policy.display().to_string(),
-            "--bundle",
-            &bundle_arg,
-        ],
-    );
+    let o = env.generate_rootless(b.path(), &policy, &bundle_arg);
     assert_exit(&o, 0);
     let c = b.config();
     assert!(c["linux"]["resources"].is_null(), "{c}");
@@ -218,11 +222,7 @@ write = ["/out"]
         out.contains("status=1"),
         "Landlock must refuse the read: {out}"
     );
-    assert!(
-        text(&ours.stderr).contains("Permission denied"),
-        "{}",
-        text(&ours.stderr)
-    );
+    assert_stderr_contains(&ours, "Permission denied");
     if let Some(runc) = runc {
         // runc applies no Landlock: the same read succeeds there.
         assert_exit(&runc, 0);
@@ -263,12 +263,7 @@ fn rootless_limits_are_refused_not_dropped() {
     b.edit(|c| c["linux"]["resources"] = serde_json::json!({"pids": {"limit": 10}}));
     let id = unique_id("rllim");
     let o = env.as_user_v2(b.path(), &env.sandboy, &["run", &id]);
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("linux.resources.pids"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "linux.resources.pids");
     // The allowed counterpart: the same bundle without the limit runs.
     b.edit(|c| {
         c["linux"].as_object_mut().unwrap().remove("resources");
@@ -286,24 +281,8 @@ fn rootless_limits_are_refused_not_dropped() {
     )
     .unwrap();
     fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
-    let o = env.as_user(
-        b.path(),
-        &env.spec_gen,
-        &[
-            "generate",
-            "--rootless",
-            "--policy",
-            &policy.display().to_string(),
-            "--bundle",
-            "-",
-        ],
-    );
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("limits.pids"),
-        "{}",
-        text(&o.stderr)
-    );
+    let o = env.generate_rootless(b.path(), &policy, "-");
+    assert_exit_stderr(&o, 2, "limits.pids");
 }
 
 #[test]

@@ -172,12 +172,7 @@ fn wasi_p2_command_component_runs_as_a_container() {
     let id = unique_id("wasip2f");
     let _g = rt.guard(&id);
     let o = rt.run(&["run", "--bundle", bundle.to_str().unwrap(), &id]);
-    assert_exit(&o, 1);
-    assert!(
-        text(&o.stderr).contains("failing as asked"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 1, "failing as asked");
 }
 
 #[test]
@@ -223,14 +218,8 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     )
     .unwrap();
     let id = unique_id("notwasm");
-    let o = rt.run(&[
-        "create",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
-    assert_exit(&o, 2);
-    assert!(text(&o.stderr).contains("app.wasm"), "{}", text(&o.stderr));
+    let o = rt.create_at(&dir.path().join("b"), &id);
+    assert_exit_stderr(&o, 2, "app.wasm");
     assert!(!rt.root.path().join(&id).exists());
     assert!(cgroups_named(&id).is_empty());
     // Imports outside WASI are refused before anything runs.
@@ -239,14 +228,8 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
         None,
     );
     let id = unique_id("imports");
-    let o = rt.run(&[
-        "create",
-        "--bundle",
-        dir.path().join("b").to_str().unwrap(),
-        &id,
-    ]);
-    assert_exit(&o, 2);
-    assert!(text(&o.stderr).contains("escape"), "{}", text(&o.stderr));
+    let o = rt.create_at(&dir.path().join("b"), &id);
+    assert_exit_stderr(&o, 2, "escape");
     assert!(!rt.root.path().join(&id).exists());
 }
 

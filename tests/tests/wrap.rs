@@ -1,7 +1,6 @@
 //! `sandboy wrap`: one-line confinement of a host command by a policy.
 
 use std::fs;
-use std::io::Write;
 use std::process::{Command, Stdio};
 
 use sandboy_tests::*;
@@ -64,36 +63,36 @@ fn wrap_logged(
     id: &str,
     cmd: &[&str],
 ) -> Command {
-    let mut c = rt.cmd();
-    c.args(["--log", log.to_str().unwrap(), "--log-format", "json"]);
-    c.args([
-        "wrap",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--id",
-        id,
-        "--",
-    ])
-    .args(cmd)
-    .env_remove("SUDO_UID")
-    .env_remove("SUDO_GID");
-    c
+    let global = ["--log", log.to_str().unwrap(), "--log-format", "json"];
+    wrap_with(rt, &global, policy, id, cmd)
 }
 
 fn wrap(rt: &Runtime, policy: &std::path::Path, id: &str, cmd: &[&str]) -> Command {
+    wrap_with(rt, &[], policy, id, cmd)
+}
+
+/// `sandboy GLOBAL… wrap --policy P --id ID -- CMD…`.
+fn wrap_with(
+    rt: &Runtime,
+    global: &[&str],
+    policy: &std::path::Path,
+    id: &str,
+    cmd: &[&str],
+) -> Command {
     let mut c = rt.cmd();
-    c.args([
-        "wrap",
-        "--policy",
-        policy.to_str().unwrap(),
-        "--id",
-        id,
-        "--",
-    ])
-    .args(cmd)
-    // The step's identity depends on SUDO_UID (issue 14): tests say it.
-    .env_remove("SUDO_UID")
-    .env_remove("SUDO_GID");
+    c.args(global)
+        .args([
+            "wrap",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--id",
+            id,
+            "--",
+        ])
+        .args(cmd)
+        // The step's identity depends on SUDO_UID (issue 14): tests say it.
+        .env_remove("SUDO_UID")
+        .env_remove("SUDO_GID");
     c
 }
 
@@ -127,15 +126,10 @@ fn wrap_passes_exit_status_and_stdio_and_confines_writes() {
         outside.display()
     );
     let run = |rc: &str| {
-        let mut child = wrap(&rt, &p, &id, &["sh", "-c", &script])
-            .env("RC", rc)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
-        child.wait_with_output().unwrap()
+        output_with_stdin(
+            wrap(&rt, &p, &id, &["sh", "-c", &script]).env("RC", rc),
+            b"hello\n",
+        )
     };
     // A failing step: its status, its stdio, and none of its writes.
     let o = run("9");
@@ -224,12 +218,7 @@ fn wrap_rejects_bad_policy_with_location() {
     .unwrap();
     let rt = Runtime::sandboy();
     let o = capture(&mut wrap(&rt, &p, "wrapbad", &["true"]));
-    assert_exit(&o, 2);
-    assert!(
-        text(&o.stderr).contains("bad.toml:4:"),
-        "{}",
-        text(&o.stderr)
-    );
+    assert_exit_stderr(&o, 2, "bad.toml:4:");
 }
 
 #[test]
@@ -252,11 +241,10 @@ fn wrap_as_root_runs_the_readme_one_liner_and_reports_126_and_127() {
     assert_clean(&rt, &id);
     let id = unique_id("wrap126");
     let o = capture(&mut wrap(&rt, &strict, &id, &["/usr/sbin/nologin"]));
-    assert_exit(&o, 126);
-    assert!(
-        text(&o.stderr).contains("/usr/sbin/nologin: not executable under the policy"),
-        "{}",
-        text(&o.stderr)
+    assert_exit_stderr(
+        &o,
+        126,
+        "/usr/sbin/nologin: not executable under the policy",
     );
     assert_clean(&rt, &id);
 }
@@ -605,12 +593,10 @@ fn wrap_commits_staged_writes_only_when_the_step_passes() {
         o
     };
     let o = run("3", false);
-    assert_exit(&o, 3);
-    assert!(text(&o.stderr).contains("discarded"), "{}", text(&o.stderr));
+    assert_exit_stderr(&o, 3, "discarded");
     before();
     let o = run("0", true);
-    assert_exit(&o, 0);
-    assert!(text(&o.stderr).contains("--dry-run"), "{}", text(&o.stderr));
+    assert_exit_stderr(&o, 0, "--dry-run");
     before();
     let o = run("0", false);
     assert_exit(&o, 0);

@@ -21,11 +21,9 @@ mod bindings {
 
     impl Guest for InferSharp {
         fn to_sarif(input: RawInput) -> Result<Vec<u8>, String> {
-            let artifacts: Vec<(&str, &[u8])> = input
-                .artifacts
-                .iter()
-                .map(|a| (a.name.as_str(), a.bytes.as_slice()))
-                .collect();
+            let artifacts = sandboy_adapter_input::views(&input.artifacts, |a| {
+                (a.name.as_str(), a.bytes.as_slice())
+            });
             super::convert(&artifacts, &input.stdout)
         }
     }
@@ -69,17 +67,12 @@ fn level(severity: Option<&str>) -> &'static str {
 
 /// Converts one Infer# report to a SARIF 2.1.0 log.
 pub fn convert(artifacts: &[(&str, &[u8])], stdout: &[u8]) -> Result<Vec<u8>, String> {
-    let (name, bytes) = artifacts
-        .iter()
-        .find(|(n, _)| *n == "report.json" || n.ends_with("/report.json"))
-        .or_else(|| artifacts.first())
-        .copied()
-        .or(if stdout.is_empty() {
-            None
-        } else {
-            Some(("stdout", stdout))
-        })
-        .ok_or("no input: pass Infer#'s output as --artifact report.json=PATH")?;
+    let (name, bytes) = sandboy_adapter_input::pick(
+        artifacts,
+        stdout,
+        |n| n == "report.json" || n.ends_with("/report.json"),
+        "no input: pass Infer#'s output as --artifact report.json=PATH",
+    )?;
     let text = std::str::from_utf8(bytes)
         .map_err(|e| format!("{name}: not UTF-8 ({e}); Infer# writes report.json in UTF-8"))?;
     let raw: Value =

@@ -18,11 +18,9 @@ mod bindings {
 
     impl Guest for Passthrough {
         fn to_sarif(input: RawInput) -> Result<Vec<u8>, String> {
-            let artifacts: Vec<(&str, &[u8])> = input
-                .artifacts
-                .iter()
-                .map(|a| (a.name.as_str(), a.bytes.as_slice()))
-                .collect();
+            let artifacts = sandboy_adapter_input::views(&input.artifacts, |a| {
+                (a.name.as_str(), a.bytes.as_slice())
+            });
             super::convert(&input.tool, &artifacts, &input.stdout)
         }
     }
@@ -38,19 +36,12 @@ fn pick<'a>(
     artifacts: &[(&'a str, &'a [u8])],
     stdout: &'a [u8],
 ) -> Result<(&'a str, &'a [u8]), String> {
-    artifacts
-        .iter()
-        .find(|(n, _)| n.ends_with(".sarif") || n.ends_with(".json"))
-        .or_else(|| artifacts.first())
-        .copied()
-        .or(if stdout.is_empty() {
-            None
-        } else {
-            Some(("stdout", stdout))
-        })
-        .ok_or_else(|| {
-            "no input: pass the SARIF file as --artifact NAME=PATH or --stdout FILE".to_string()
-        })
+    sandboy_adapter_input::pick(
+        artifacts,
+        stdout,
+        |n| n.ends_with(".sarif") || n.ends_with(".json"),
+        "no input: pass the SARIF file as --artifact NAME=PATH or --stdout FILE",
+    )
 }
 
 /// Converts (validates and canonicalises) one SARIF document.

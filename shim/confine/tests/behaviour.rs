@@ -78,6 +78,22 @@ fn err_of(rc: i64) -> i32 {
     }
 }
 
+/// A spec with only `linux.seccomp` (profile JSON).
+fn seccomp_only(json: &str) -> Spec {
+    spec(None, Some(json))
+}
+
+/// [`in_child`] that applies `s`'s confinement first (exit 90+ if that
+/// fails) and then runs `f`.
+fn confined(s: &Spec, f: impl FnOnce() -> i32) -> Outcome {
+    in_child(|| {
+        if let Err(code) = apply(s, 0) {
+            return code;
+        }
+        f()
+    })
+}
+
 /// Child helper: applies the confinement, 90+ on failure to apply.
 fn apply(spec: &Spec, preserve_fds: u32) -> Result<(), i32> {
     let c = Confinement::prepare(spec, preserve_fds).map_err(|_| 90)?;
@@ -136,10 +152,7 @@ fn landlock_fs() -> CaseResult {
         allowed.display()
     );
     let s = spec(Some(&ann), None);
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         match (
             create_file(&allowed.join("f")),
             create_file(&dir.join("denied/f")),
@@ -154,18 +167,12 @@ fn landlock_fs() -> CaseResult {
 }
 
 fn seccomp_errno() -> CaseResult {
-    let s = spec(
-        None,
-        Some(
-            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+    let s = seccomp_only(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
             {"names":["ptrace","mount"],"action":"SCMP_ACT_ERRNO","errnoRet":42},
             {"names":["umount2"],"action":"SCMP_ACT_ERRNO"}]}"#,
-        ),
     );
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         // SAFETY: harmless arguments; the filter answers before the kernel
         // looks at them.
         let ptrace = err_of(unsafe { libc::syscall(libc::SYS_ptrace, 0x7fff_ffffi64, 0, 0, 0) });
@@ -189,10 +196,8 @@ fn seccomp_errno() -> CaseResult {
 }
 
 fn seccomp_arg_conditions() -> CaseResult {
-    let s = spec(
-        None,
-        Some(
-            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+    let s = seccomp_only(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
             {"names":["dup"],"action":"SCMP_ACT_ERRNO","errnoRet":7,
              "args":[{"index":0,"value":99,"op":"SCMP_CMP_EQ"}]},
             {"names":["dup"],"action":"SCMP_ACT_ERRNO","errnoRet":34,
@@ -203,12 +208,8 @@ fn seccomp_arg_conditions() -> CaseResult {
             {"names":["dup"],"action":"SCMP_ACT_ERRNO","errnoRet":1,
              "args":[{"index":0,"value":3000,"op":"SCMP_CMP_GT"},
                      {"index":1,"value":7,"op":"SCMP_CMP_EQ"}]}]}"#,
-        ),
     );
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         // SAFETY: dup on (almost surely) closed fds: EBADF or the filter's errno.
         let dup = |fd: i32| err_of(unsafe { libc::dup(fd) } as i64);
         let got = [
@@ -239,17 +240,11 @@ fn seccomp_arg_conditions() -> CaseResult {
 }
 
 fn seccomp_kill_process() -> CaseResult {
-    let s = spec(
-        None,
-        Some(
-            r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
+    let s = seccomp_only(
+        r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
             {"names":["uname"],"action":"SCMP_ACT_KILL_PROCESS"}]}"#,
-        ),
     );
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         // SAFETY: an all-zero utsname is valid; uname writes into it.
         let mut u: libc::utsname = unsafe { std::mem::zeroed() };
         // SAFETY: u is live and writable.
@@ -260,19 +255,13 @@ fn seccomp_kill_process() -> CaseResult {
 }
 
 fn seccomp_default_errno_allow_list() -> CaseResult {
-    let s = spec(
-        None,
-        Some(
-            r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,
+    let s = seccomp_only(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","defaultErrnoRet":38,
             "architectures":["SCMP_ARCH_X86_64","SCMP_ARCH_AARCH64"],
             "syscalls":[{"names":["exit","exit_group"],"action":"SCMP_ACT_ALLOW"},
                         {"names":["getppid"],"action":"SCMP_ACT_ERRNO","errnoRet":5}]}"#,
-        ),
     );
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         // SAFETY: no arguments.
         let getpid = err_of(unsafe { libc::syscall(libc::SYS_getpid) });
         // SAFETY: no arguments.
@@ -319,10 +308,7 @@ fn landlock_tcp() -> CaseResult {
     drop(other);
     let ann = format!(r#"{{"mode":"enforce","fs":[],"net":{{"connect":[{allowed}],"bind":[]}}}}"#);
     let s = spec(Some(&ann), None);
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         let ok = TcpStream::connect(("127.0.0.1", allowed));
         let no = TcpStream::connect(("127.0.0.1", denied));
         let bind = TcpListener::bind(("127.0.0.1", denied));
@@ -466,10 +452,7 @@ fn landlock_then_seccomp() -> CaseResult {
             {"names":["ptrace"],"action":"SCMP_ACT_ERRNO"}]}"#,
         ),
     );
-    let out = in_child(|| {
-        if let Err(code) = apply(&s, 0) {
-            return code;
-        }
+    let out = confined(&s, || {
         // SAFETY: harmless arguments, refused by the filter.
         let ptrace = err_of(unsafe { libc::syscall(libc::SYS_ptrace, 0x7fff_ffffi64, 0, 0, 0) });
         let denied = create_file(&dir.join("denied/f"));

@@ -494,15 +494,7 @@ fn random_profile(rng: &mut Rng, names: &[&'static str], size: (usize, usize)) -
 fn sandboy_program(p: &LinuxSeccomp, json: &str) -> Vec<Insn> {
     let c = seccomp::compile_for(p, Arch::X86_64)
         .unwrap_or_else(|e| panic!("sandboy refused: {e}\nprofile: {json}"));
-    c.program()
-        .iter()
-        .map(|i| Insn {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect()
+    cbpf::insns(c.program())
 }
 
 /// Whether condition `c` holds for `args` (libseccomp's documented

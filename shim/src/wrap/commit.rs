@@ -66,6 +66,18 @@ struct Walk<'a> {
     at: &'a Path,
 }
 
+/// A staged entry the walk meets: the upper and host directories it is in,
+/// its name there, its stat in the upper layer and its host path (for
+/// messages).
+#[derive(Clone, Copy)]
+struct Staged<'a> {
+    up: BorrowedFd<'a>,
+    to: BorrowedFd<'a>,
+    name: &'a CStr,
+    st: &'a Stat,
+    path: &'a Path,
+}
+
 fn err(what: &'static str, path: &Path) -> impl FnOnce(Errno) -> CommitError {
     let path = path.display().to_string();
     move |e| CommitError {
@@ -204,9 +216,16 @@ impl Walk<'_> {
         let Some(st) = lstat(up, name).map_err(err("stat", &path))? else {
             return Ok(());
         };
+        let staged = Staged {
+            up,
+            to,
+            name,
+            st: &st,
+            path: &path,
+        };
         match file_type(&st) {
             _ if is_whiteout(&st) => self.remove(to, name),
-            FileType::Directory => self.subdir(up, to, name, &st),
+            FileType::Directory => self.subdir(staged),
             FileType::RegularFile => {
                 let src = rfs::openat(
                     up,
@@ -217,7 +236,7 @@ impl Walk<'_> {
                 .map_err(err("opening staged", &path))?;
                 self.file(src, &st, to, name)
             }
-            FileType::Symlink | FileType::Fifo => self.special(up, to, name, &st),
+            FileType::Symlink | FileType::Fifo => self.special(staged),
             _ => {
                 tracing::debug!(path = %path.display(), "commit: skipped (socket or device)");
                 self.counts.skipped += 1;
@@ -226,41 +245,36 @@ impl Walk<'_> {
         }
     }
 
-    fn subdir(
-        &mut self,
-        up: BorrowedFd<'_>,
-        to: BorrowedFd<'_>,
-        name: &CStr,
-        st: &Stat,
-    ) -> Result<(), CommitError> {
-        let path = self.path(name);
-        let sub_up = open_dir(up, name).map_err(err("opening staged", &path))?;
+    /// A directory: merged into the host one, or replacing what is there
+    /// when it is opaque or the host has no directory by that name.
+    fn subdir(&mut self, e: Staged<'_>) -> Result<(), CommitError> {
+        let sub_up = open_dir(e.up, e.name).map_err(err("opening staged", e.path))?;
         let opaque = matches!(
             rfs::fgetxattr(&sub_up, self.opaque, &mut [0u8; 4]),
             Ok(n) if n >= 1
         );
-        let host = lstat(to, name).map_err(err("stat", &path))?;
+        let host = lstat(e.to, e.name).map_err(err("stat", e.path))?;
         let host_dir = host
             .as_ref()
             .is_some_and(|h| file_type(h) == FileType::Directory);
         if host.is_some() && (opaque || !host_dir) {
-            self.remove(to, name)?;
+            self.remove(e.to, e.name)?;
         }
         if !host_dir || opaque {
-            rfs::mkdirat(to, name, Mode::from_raw_mode(0o700)).map_err(err("mkdir", &path))?;
+            rfs::mkdirat(e.to, e.name, Mode::from_raw_mode(0o700)).map_err(err("mkdir", e.path))?;
             self.counts.dirs += 1;
         }
-        let sub_to = open_dir(to, name).map_err(err("opening", &path))?;
+        let sub_to = open_dir(e.to, e.name).map_err(err("opening", e.path))?;
         let mut inner = Walk {
             counts: self.counts,
             opaque: self.opaque,
-            at: &path,
+            at: e.path,
         };
         inner.dir(sub_up.as_fd(), sub_to.as_fd())?;
         self.counts = inner.counts;
-        own(&sub_to, st).map_err(err("chown", &path))?;
-        rfs::fchmod(&sub_to, safe_mode(st, true)).map_err(err("chmod", &path))?;
-        rfs::futimens(&sub_to, &times(st)).map_err(err("setting times of", &path))
+        own(&sub_to, e.st).map_err(err("chown", e.path))?;
+        rfs::fchmod(&sub_to, safe_mode(e.st, true)).map_err(err("chmod", e.path))?;
+        rfs::futimens(&sub_to, &times(e.st)).map_err(err("setting times of", e.path))
     }
 
     /// A regular file: a new name is created in place (`O_EXCL`: nothing,
@@ -304,36 +318,29 @@ impl Walk<'_> {
     }
 
     /// A symlink (its text, never followed) or a fifo.
-    fn special(
-        &mut self,
-        up: BorrowedFd<'_>,
-        to: BorrowedFd<'_>,
-        name: &CStr,
-        st: &Stat,
-    ) -> Result<(), CommitError> {
-        let path = self.path(name);
+    fn special(&mut self, e: Staged<'_>) -> Result<(), CommitError> {
         let tmp = temp_name();
-        if file_type(st) == FileType::Symlink {
+        if file_type(e.st) == FileType::Symlink {
             let target =
-                rfs::readlinkat(up, name, Vec::new()).map_err(err("reading link", &path))?;
-            rfs::symlinkat(&target, to, &tmp).map_err(err("symlink", &path))?;
+                rfs::readlinkat(e.up, e.name, Vec::new()).map_err(err("reading link", e.path))?;
+            rfs::symlinkat(&target, e.to, &tmp).map_err(err("symlink", e.path))?;
         } else {
-            rfs::mknodat(to, &tmp, FileType::Fifo, safe_mode(st, false), 0)
-                .map_err(err("mkfifo", &path))?;
+            rfs::mknodat(e.to, &tmp, FileType::Fifo, safe_mode(e.st, false), 0)
+                .map_err(err("mkfifo", e.path))?;
         }
         let meta = rfs::chownat(
-            to,
+            e.to,
             &tmp,
-            Some(Uid::from_raw(st.st_uid)),
-            Some(Gid::from_raw(st.st_gid)),
+            Some(Uid::from_raw(e.st.st_uid)),
+            Some(Gid::from_raw(e.st.st_gid)),
             AtFlags::SYMLINK_NOFOLLOW,
         )
-        .and_then(|()| rfs::utimensat(to, &tmp, &times(st), AtFlags::SYMLINK_NOFOLLOW));
-        if let Err(e) = meta {
-            let _ = rfs::unlinkat(to, &tmp, AtFlags::empty());
-            return Err(err("setting owner and times of", &path)(e));
+        .and_then(|()| rfs::utimensat(e.to, &tmp, &times(e.st), AtFlags::SYMLINK_NOFOLLOW));
+        if let Err(errno) = meta {
+            let _ = rfs::unlinkat(e.to, &tmp, AtFlags::empty());
+            return Err(err("setting owner and times of", e.path)(errno));
         }
-        self.replace(to, &tmp, name)
+        self.replace(e.to, &tmp, e.name)
     }
 
     /// Rename `tmp` over `name`; a directory in the way is removed first

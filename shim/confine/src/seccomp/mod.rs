@@ -249,15 +249,7 @@ mod tests {
     }
 
     fn insns(c: &CompiledSeccomp) -> Vec<Insn> {
-        c.program()
-            .iter()
-            .map(|i| Insn {
-                code: i.code,
-                jt: i.jt,
-                jf: i.jf,
-                k: i.k,
-            })
-            .collect()
+        cbpf::insns(c.program())
     }
 
     /// The verdict of `c` for syscall `name` (or a number) with `args`.

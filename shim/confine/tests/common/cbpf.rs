@@ -40,6 +40,18 @@ pub struct Insn {
     pub k: u32,
 }
 
+/// A compiled program's instructions in the interpreter's form.
+pub fn insns(prog: &[seccompiler::sock_filter]) -> Vec<Insn> {
+    prog.iter()
+        .map(|i| Insn {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
 /// The return value and the number of instructions executed.
 pub fn run(prog: &[Insn], data: &SeccompData) -> (u32, usize) {
     let (mut a, mut x, mut mem) = (0u32, 0u32, [0u32; 16]);

@@ -19,6 +19,7 @@ use toml::Spanned;
 use super::diags::Diags;
 use super::reader::Table;
 use super::{sha256_hex, Policy};
+use values::{duration, size};
 
 /// What a check needs besides the text: where mount sources resolve and
 /// the name to use when the policy has none.
@@ -39,12 +40,19 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
     fs::check_writes(d, &fs.write_at, &mounts);
     let net = net::check(root.section(d, "net"), d);
     let sys = syscalls::check(root.section(d, "syscalls"), d);
-    let process = process::check(root.section(d, "process"), d);
-    let limits = limits::check(root.section(d, "limits"), d);
+    let mut process_table = root.section(d, "process");
+    let args = process::args(&mut process_table, d);
+    let cwd = process::cwd(&mut process_table, d);
+    let env = process::env(&mut process_table, d);
+    let (uid, gid, user_set) = process::user(&mut process_table, d);
+    process_table.finish(d);
+    let mut limits_table = root.section(d, "limits");
     let wasm = limits::wasm(root.table(d, "wasm"), d);
     let ignore = meta::context(root.section(d, "context"), d);
-    root.finish(d);
-    Policy {
+    // Diagnostics are sorted by position, so reading the limits inside the
+    // literal reports the same as reading them up front (the keys are asked
+    // in the same order, which the unknown-key hint lists).
+    let policy = Policy {
         file: d.file().to_string(),
         name,
         sha256: sha256_hex(cx.bytes),
@@ -65,20 +73,23 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
         default_deny: sys.default_deny,
         deny: sys.deny,
         action: sys.action,
-        args: process.args,
-        cwd: process.cwd,
-        env: process.env,
-        uid: process.uid,
-        gid: process.gid,
-        user_set: process.user_set,
-        memory: limits.memory,
-        pids: limits.pids,
-        cpus: limits.cpus,
-        nofile: limits.nofile,
-        timeout: limits.timeout,
-        disk: limits.disk,
-        inodes: limits.inodes,
+        args,
+        cwd,
+        env,
+        uid,
+        gid,
+        user_set,
+        memory: size(&mut limits_table, d, "memory"),
+        pids: limits::pids(&mut limits_table, d),
+        cpus: limits::cpus(&mut limits_table, d),
+        nofile: limits::nofile(&mut limits_table, d),
+        timeout: duration(&mut limits_table, d, "timeout"),
+        disk: size(&mut limits_table, d, "disk"),
+        inodes: limits::inodes(&mut limits_table, d),
         wasm,
         ignore,
-    }
+    };
+    limits_table.finish(d);
+    root.finish(d);
+    policy
 }

@@ -1,5 +1,7 @@
 //! `[process]`: what runs, where and as whom. The table is optional
 //! (`sandboy wrap` supplies argv); `generate` checks for args at render time.
+//! Each key is read by one function, straight into [`Policy`](super::Policy)'s
+//! fields.
 
 use toml::Spanned;
 
@@ -8,37 +10,23 @@ use super::super::reader::Table;
 use super::super::DEFAULT_PATH;
 use super::values::absolute;
 
-pub(super) struct Process {
-    pub args: Vec<String>,
-    pub cwd: String,
-    pub env: Vec<String>,
-    pub uid: u32,
-    pub gid: u32,
-    pub user_set: bool,
+/// `cwd`: absolute, `/` when absent.
+pub(super) fn cwd(t: &mut Table, d: &mut Diags) -> String {
+    t.str(d, "cwd")
+        .and_then(|c| absolute(d, &c, "process.cwd"))
+        .unwrap_or_else(|| "/".into())
 }
 
-pub(super) fn check(mut t: Table, d: &mut Diags) -> Process {
-    let args = args(&mut t, d);
-    let cwd = t
-        .str(d, "cwd")
-        .and_then(|c| absolute(d, &c, "process.cwd"))
-        .unwrap_or_else(|| "/".into());
-    let env = env(&mut t, d);
+/// `user` as `(uid, gid, written)`: root's ids when absent or invalid,
+/// `written` whether the key was there at all.
+pub(super) fn user(t: &mut Table, d: &mut Diags) -> (u32, u32, bool) {
     let written = t.str(d, "user");
     let user_set = written.is_some();
-    let (uid, gid) = written.and_then(|u| user(d, &u)).unwrap_or((0, 0));
-    t.finish(d);
-    Process {
-        args,
-        cwd,
-        env,
-        uid,
-        gid,
-        user_set,
-    }
+    let (uid, gid) = written.and_then(|u| uid_gid(d, &u)).unwrap_or((0, 0));
+    (uid, gid, user_set)
 }
 
-fn args(t: &mut Table, d: &mut Diags) -> Vec<String> {
+pub(super) fn args(t: &mut Table, d: &mut Diags) -> Vec<String> {
     let Some(list) = t.strs(d, "args") else {
         return Vec::new();
     };
@@ -63,7 +51,7 @@ fn args(t: &mut Table, d: &mut Diags) -> Vec<String> {
         .collect()
 }
 
-fn env(t: &mut Table, d: &mut Diags) -> Vec<String> {
+pub(super) fn env(t: &mut Table, d: &mut Diags) -> Vec<String> {
     let mut env = Vec::new();
     for e in t
         .strs(d, "env")
@@ -89,7 +77,7 @@ fn env(t: &mut Table, d: &mut Diags) -> Vec<String> {
     env
 }
 
-fn user(d: &mut Diags, u: &Spanned<&str>) -> Option<(u32, u32)> {
+fn uid_gid(d: &mut Diags, u: &Spanned<&str>) -> Option<(u32, u32)> {
     let parsed = u
         .get_ref()
         .split_once(':')

@@ -163,6 +163,18 @@ pub(crate) fn int_in(
     }
 }
 
+/// [`int_in`] for a count that cannot be negative (`min` >= 0).
+pub(crate) fn count(
+    t: &mut Table,
+    d: &mut Diags,
+    name: &'static str,
+    range: (i64, i64),
+    hint: &str,
+) -> Option<u64> {
+    debug_assert!(range.0 >= 0, "a count's minimum is not negative");
+    int_in(t, d, name, range, hint).map(|n| n as u64)
+}
+
 /// A list of ports, sorted and unique.
 pub(crate) fn ports(t: &mut Table, d: &mut Diags, name: &'static str, proto: &str) -> Vec<u16> {
     let key = t.key(name);
