@@ -446,3 +446,409 @@ impl Drop for OtherUser {
         let _ = Command::new("userdel").arg(&self.name).status();
     }
 }
+
+// ---------------------------------------------------------------------
+// Races (#19): commands on one container at once, `delete` against the
+// init's own exit, two runtimes in one --root.
+
+/// Rounds of the race tests (bounded: each round is one container).
+const RACE_ROUNDS: u32 = 4;
+
+/// Every outcome of a racing command is a clean one: exit 0 or 1, and a
+/// failure says why (no panic, no signal, no empty message).
+fn judge(what: &str, o: &std::process::Output) -> Option<String> {
+    let err = text(&o.stderr);
+    match o.status.code() {
+        Some(0) if !err.contains("panicked") => None,
+        Some(1) if !err.trim().is_empty() && !err.contains("panicked") => None,
+        code => Some(format!("{what}: exit {code:?}: {err}")),
+    }
+}
+
+/// The freezer state of the container's v1 cgroup, if it has one.
+fn freezer_state(id: &str) -> Option<String> {
+    cgroups_named(id)
+        .into_iter()
+        .find(|p| p.starts_with("/sys/fs/cgroup/freezer"))
+        .and_then(|p| fs::read_to_string(p.join("freezer.state")).ok())
+        .map(|s| s.trim().to_owned())
+}
+
+/// What `state` says now: `Some(status)`, or `None` for "does not exist";
+/// any other answer is a problem.
+fn status_or_gone(rt: &Runtime, id: &str) -> Result<Option<String>, String> {
+    let o = rt.run(&["state", id]);
+    if o.status.success() {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .map_err(|e| format!("state printed garbage ({e}): {}", text(&o.stdout)))?;
+        return Ok(v["status"].as_str().map(String::from));
+    }
+    let err = text(&o.stderr);
+    if err.contains("does not exist") {
+        Ok(None)
+    } else {
+        Err(format!("state: {err}"))
+    }
+}
+
+#[test]
+fn concurrent_commands_on_one_container() {
+    let name = "concurrent_commands_on_one_container";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = bundle();
+    let mut problems = Vec::new();
+    for round in 0..RACE_ROUNDS {
+        let id = unique_id("race-ops");
+        let _g = rt.guard(&id);
+        rt.create_and_start(&b, &id);
+        // Odd rounds include a `delete --force`: the container may go.
+        let mut ops: Vec<Vec<&str>> = vec![
+            vec!["pause", &id],
+            vec!["resume", &id],
+            vec!["pause", &id],
+            vec!["resume", &id],
+            vec!["kill", &id, "TERM"],
+            vec!["kill", "--all", &id, "CONT"],
+            vec!["delete", &id],
+            vec!["state", &id],
+            vec!["state", &id],
+            vec!["ps", &id],
+        ];
+        if round % 2 == 1 {
+            ops.push(vec!["delete", "--force", &id]);
+        }
+        let execs = ["exec", &id, "true"];
+        std::thread::scope(|s| {
+            let exec_threads: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..3)
+                            .map(|_| {
+                                output_timeout(
+                                    rt.cmd().args(execs),
+                                    std::time::Duration::from_secs(60),
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            let others: Vec<_> = ops
+                .iter()
+                .map(|args| {
+                    let rt = &rt;
+                    s.spawn(move || {
+                        (0..3)
+                            .map(|_| (args.clone(), rt.run(args)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for t in others {
+                for (args, o) in t.join().unwrap() {
+                    let what = args.join(" ");
+                    problems.extend(judge(&what, &o).map(|p| format!("round {round}: {p}")));
+                    if args[0] == "state" && o.status.success() {
+                        if let Err(e) = serde_json::from_slice::<serde_json::Value>(&o.stdout) {
+                            problems.push(format!("round {round}: state printed garbage: {e}"));
+                        }
+                    }
+                    let err = text(&o.stderr);
+                    if err.contains("corrupt") {
+                        problems.push(format!("round {round}: {what}: {err}"));
+                    }
+                }
+            }
+            // Consistent: the status `state` reports is the freezer's.
+            match status_or_gone(&rt, &id) {
+                Ok(Some(st)) => {
+                    let want = if st == "paused" { "FROZEN" } else { "THAWED" };
+                    let frozen = freezer_state(&id);
+                    if frozen.as_deref() != Some(want) {
+                        problems.push(format!(
+                            "round {round}: state says {st}, freezer says {frozen:?}"
+                        ));
+                    }
+                }
+                Ok(None) => {
+                    if round % 2 == 0 {
+                        problems.push(format!("round {round}: gone without a delete --force"));
+                    }
+                }
+                Err(e) => problems.push(format!("round {round}: {e}")),
+            }
+            // An exec that reached a frozen cgroup waits for the thaw.
+            let _ = rt.run(&["resume", &id]);
+            for t in exec_threads {
+                for o in t.join().unwrap() {
+                    problems.extend(judge("exec", &o).map(|p| format!("round {round}: {p}")));
+                }
+            }
+        });
+        let del = rt.run(&["delete", "--force", &id]);
+        problems.extend(judge("final delete --force", &del).map(|p| format!("round {round}: {p}")));
+        if !del.status.success() {
+            problems.push(format!("round {round}: final delete --force failed"));
+        }
+        let d = Debris::of(&rt, &id);
+        if !d.is_clean() {
+            problems.push(format!("round {round}: left {d:?}"));
+            scrub(&id);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn delete_races_the_inits_exit() {
+    let name = "delete_races_the_inits_exit";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    // The init exits right after start; a supervisor (timeout) and a
+    // shadow bundle (no cgroupsPath) exit and go with it.
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|v| {
+        v["annotations"]["dev.sandboy.timeout"] = "600s".into();
+        v["linux"].as_object_mut().unwrap().remove("cgroupsPath");
+    });
+    let mut problems = Vec::new();
+    let rounds = 5 * RACE_ROUNDS;
+    for round in 0..rounds {
+        let id = unique_id("race-exit");
+        let _g = rt.guard(&id);
+        rt.create_and_start(&b, &id);
+        // From "right away" to "after the exit", spread over the rounds.
+        std::thread::sleep(std::time::Duration::from_millis(u64::from(round)));
+        let force = round % 2 == 1;
+        let args: &[&str] = if force {
+            &["delete", "--force", &id]
+        } else {
+            &["delete", &id]
+        };
+        let o = rt.run(args);
+        problems.extend(judge(&args.join(" "), &o).map(|p| format!("round {round}: {p}")));
+        if !o.status.success() {
+            let err = text(&o.stderr);
+            if force || !err.contains("that is not stopped") {
+                problems.push(format!("round {round}: {}: {err}", args.join(" ")));
+            }
+            // Refused while the init still ran: it is stopped soon.
+            rt.wait_status(&id, "stopped");
+            let again = rt.run(&["delete", &id]);
+            if !again.status.success() {
+                problems.push(format!(
+                    "round {round}: delete once stopped: {}",
+                    text(&again.stderr)
+                ));
+            }
+        }
+        match status_or_gone(&rt, &id) {
+            Ok(None) => {}
+            Ok(Some(st)) => {
+                problems.push(format!("round {round}: still there ({st}) after delete"))
+            }
+            Err(e) => problems.push(format!("round {round}: {e}")),
+        }
+        let d = Debris::of(&rt, &id);
+        if !d.is_clean() {
+            problems.push(format!("round {round}: left {d:?}"));
+            scrub(&id);
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn shared_root_list_and_state_while_others_create_and_delete() {
+    let name = "shared_root_list_and_state_while_others_create_and_delete";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = bundle();
+    let stable = unique_id("race-stable");
+    let _g = rt.guard(&stable);
+    rt.create_and_start(&b, &stable);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let mut problems = Vec::new();
+    let (mut lists, mut states) = (0, 0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut ids = Vec::new();
+                    for _ in 0..3 {
+                        let id = unique_id("race-root");
+                        let mut p = Vec::new();
+                        for args in [
+                            vec!["create", "--bundle", b.path().to_str().unwrap(), &id],
+                            vec!["start", &id],
+                            vec!["pause", &id],
+                            vec!["resume", &id],
+                            vec!["delete", "--force", &id],
+                        ] {
+                            let o = rt.run(&args);
+                            if !o.status.success() {
+                                p.push(format!("{}: {}", args.join(" "), text(&o.stderr)));
+                            }
+                        }
+                        ids.push(id);
+                        if !p.is_empty() {
+                            return (ids, p);
+                        }
+                    }
+                    (ids, Vec::new())
+                })
+            })
+            .collect();
+        let reader = s.spawn(|| {
+            let mut p = Vec::new();
+            let (mut lists, mut states) = (0, 0);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let o = rt.run(&["list", "--format", "json"]);
+                lists += 1;
+                match serde_json::from_slice::<serde_json::Value>(&o.stdout) {
+                    Ok(v) if o.status.success() => {
+                        let listed = v.as_array().is_some_and(|a| {
+                            a.iter()
+                                .any(|c| c["id"] == stable.as_str() && c["status"] == "running")
+                        });
+                        if !listed {
+                            p.push(format!("list lacks the running {stable}: {v}"));
+                        }
+                    }
+                    r => p.push(format!(
+                        "list: exit {:?}, {r:?}: {} {}",
+                        o.status.code(),
+                        text(&o.stdout),
+                        text(&o.stderr)
+                    )),
+                }
+                let o = rt.run(&["list", "--quiet"]);
+                if !o.status.success() || !text(&o.stdout).lines().any(|l| l == stable) {
+                    p.push(format!(
+                        "list --quiet: {} {}",
+                        text(&o.stdout),
+                        text(&o.stderr)
+                    ));
+                }
+                match status_or_gone(&rt, &stable) {
+                    Ok(Some(st)) if st == "running" => {}
+                    r => p.push(format!("state {stable}: {r:?}")),
+                }
+                states += 1;
+            }
+            (p, lists, states)
+        });
+        let mut all_ids = Vec::new();
+        for w in workers {
+            let (ids, p) = w.join().unwrap();
+            all_ids.extend(ids);
+            problems.extend(p);
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (p, l, st) = reader.join().unwrap();
+        problems.extend(p);
+        (lists, states) = (l, st);
+        for id in all_ids {
+            let _ = rt.run(&["delete", "--force", &id]);
+            let d = Debris::of(&rt, &id);
+            if !d.is_clean() {
+                problems.push(format!("{id}: left {d:?}"));
+                scrub(&id);
+            }
+        }
+    });
+    eprintln!("shared root: {lists} lists and {states} states while 12 containers came and went");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn runc_state_in_the_same_root_is_left_alone() {
+    let name = "runc_state_in_the_same_root_is_left_alone";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let Some(runc) = which("runc") else {
+        return skip(name, "runc is not installed");
+    };
+    let rt = Runtime::sandboy();
+    let root = rt.root.path().to_str().unwrap().to_owned();
+    let b = Bundle::busybox(&["sh", "-c", "while :; do sleep 1; done"]);
+    let ours = unique_id("race-ours");
+    let _g = rt.guard(&ours);
+    rt.create_and_start(&b, &ours);
+    let theirs = unique_id("race-runc");
+    let runc_cmd = |args: &[&str]| capture(Command::new(&runc).arg("--root").arg(&root).args(args));
+    // runc's own cleanup, whatever happens below.
+    struct RuncGuard<'a>(&'a dyn Fn(&[&str]) -> std::process::Output, &'a str);
+    impl Drop for RuncGuard<'_> {
+        fn drop(&mut self) {
+            let _ = (self.0)(&["delete", "--force", self.1]);
+        }
+    }
+    let _rg = RuncGuard(&runc_cmd, &theirs);
+    let bundle = b.path().to_str().unwrap();
+    assert_exit(
+        &runc_cmd(&["run", "--detach", "--bundle", bundle, &theirs]),
+        0,
+    );
+
+    // list: ours listed, theirs named on stderr as another runtime's.
+    let o = rt.run(&["list", "--format", "json"]);
+    assert_exit(&o, 0);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("list JSON");
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&ours.as_str()) && !ids.contains(&theirs.as_str()),
+        "{ids:?}"
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&theirs) && err.contains("another runtime"),
+        "list stderr: {err}"
+    );
+    let o = rt.run(&["list"]);
+    assert_exit(&o, 0);
+    assert!(text(&o.stdout).contains(&ours));
+
+    // state, delete, delete --force, kill: refused, naming the owner.
+    for args in [
+        vec!["state", theirs.as_str()],
+        vec!["delete", theirs.as_str()],
+        vec!["delete", "--force", theirs.as_str()],
+        vec!["kill", theirs.as_str(), "KILL"],
+    ] {
+        let o = rt.run(&args);
+        assert_exit(&o, 1);
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("another runtime") && err.contains("runc"),
+            "{args:?}: {err}"
+        );
+    }
+    // Untouched: runc still sees its container running and deletes it.
+    let o = runc_cmd(&["state", &theirs]);
+    assert_exit(&o, 0);
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        st["status"], "running",
+        "runc's container after sandboy's refusals"
+    );
+    assert_exit(&runc_cmd(&["delete", "--force", &theirs]), 0);
+    // Our own container is whole.
+    assert_eq!(rt.status(&ours), "running");
+    assert_exit(&rt.run(&["delete", "--force", &ours]), 0);
+    let d = Debris::of(&rt, &ours);
+    assert!(d.is_clean(), "left {d:?}");
+}

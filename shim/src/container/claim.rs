@@ -3,11 +3,23 @@
 //! libcontainer's builder checks `<root>/<id>` and then creates it: two
 //! concurrent `create`s of one id can both pass the check, and the loser's
 //! cleanup then removes the winner's state and shadow bundle. So `create`
-//! first takes an exclusive, non-blocking `flock` on `<root>/.locks/<id>`
+//! first takes an exclusive lock on `<root>/.locks/<id>` without waiting
 //! and holds it until it returns: a second `create` of the id fails with
-//! runc's `container with id exists` and touches nothing. A lock dies with
-//! its holders, so a SIGKILLed `create` never leaves a stale claim; the
-//! lock file itself goes with `delete`.
+//! runc's `container with id exists` and touches nothing.
+//!
+//! The commands that change a container's state (`start`, `pause`,
+//! `resume`, `kill`, `delete`) wait for the same lock ([`Runtime::load_locked`]):
+//! libcontainer's freeze-then-save of `pause` and the freeze/thaw around a
+//! `kill --all` interleaved with a concurrent `resume` left a container
+//! recorded `paused` with a thawed cgroup. Read-only commands (`state`,
+//! `list`, `ps`) and `exec` do not take it.
+//!
+//! The lock is a POSIX record lock (`fcntl(F_SETLK)`), not `flock`: a
+//! record lock belongs to the process, so the init and the supervisor that
+//! `create` forks do not inherit it (with `flock` they held it for the
+//! container's whole life, and a waiting `start` would never get it). It
+//! dies with its holder, so a SIGKILLed command never leaves a stale claim;
+//! the lock file itself goes with `delete`.
 //!
 //! State-root files hold the process env (secrets): they are written 0600 in
 //! 0700 directories, and atomically (temporary file + rename), so a SIGKILL
@@ -15,12 +27,15 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
+use libcontainer::container::Container;
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg};
 
-use super::Runtime;
+use super::{validate_id, Runtime};
 use crate::error::{Failure, Result};
 
 /// Directory (under the state root) of the per-id lock files.
@@ -28,14 +43,25 @@ pub(crate) const LOCK_DIR: &str = ".locks";
 
 /// An exclusive claim on one id; released on drop (or when the process dies).
 pub struct IdLock {
-    _file: Flock<File>,
+    file: File,
     path: PathBuf,
 }
 
 impl IdLock {
-    /// Unlink the lock file while still holding it (see `try_lock`).
+    /// Unlink the lock file while still holding it (see `lock`), unless a
+    /// newer lock file has replaced it meanwhile.
     pub(crate) fn remove(self) {
-        let _ = fs::remove_file(&self.path);
+        if same_file(&self.path, &self.file) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(path: &Path, file: &File) -> bool {
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(p), Ok(f)) => p.ino() == f.ino() && p.dev() == f.dev(),
+        _ => false,
     }
 }
 
@@ -46,8 +72,26 @@ impl Runtime {
 
     /// Take the id's lock without waiting; `None` when someone holds it.
     pub(crate) fn try_lock(&self, id: &str) -> Result<Option<IdLock>> {
+        self.lock(id, false)
+    }
+
+    /// Take the id's lock, waiting for its holder (a create, another
+    /// state change) to finish.
+    pub(crate) fn wait_lock(&self, id: &str) -> Result<IdLock> {
+        self.lock(id, true)?
+            .ok_or_else(|| Failure::runtime(format!("lock of {id}: not granted")))
+    }
+
+    fn lock(&self, id: &str, wait: bool) -> Result<Option<IdLock>> {
         let path = self.lock_path(id);
         private_dir(path.parent().expect("under the root"))?;
+        let whole = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: 0,
+            l_len: 0,
+            l_pid: 0,
+        };
         loop {
             let file = OpenOptions::new()
                 .create(true)
@@ -55,30 +99,50 @@ impl Runtime {
                 .write(true)
                 .mode(0o600)
                 .open(&path)?;
-            let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => locked,
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(None),
-                Err((_, e)) => {
-                    return Err(Failure::runtime(format!("{}: flock: {e}", path.display())))
-                }
+            let arg = if wait {
+                FcntlArg::F_SETLKW(&whole)
+            } else {
+                FcntlArg::F_SETLK(&whole)
             };
+            match fcntl(file.as_raw_fd(), arg) {
+                Ok(_) => {}
+                Err(Errno::EAGAIN | Errno::EACCES) if !wait => return Ok(None),
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(Failure::runtime(format!("{}: lock: {e}", path.display()))),
+            }
             // A delete may have unlinked the file between our open and our
             // lock: then a newer file is the lock, take that one.
-            let same = fs::metadata(&path)
-                .map(|m| m.ino() == file.metadata().map(|f| f.ino()).unwrap_or(0))
-                .unwrap_or(false);
-            if same {
-                return Ok(Some(IdLock { _file: file, path }));
+            if same_file(&path, &file) {
+                return Ok(Some(IdLock { file, path }));
             }
         }
     }
 
-    /// Remove the id's lock file, unless a create holds it right now.
+    /// Remove the id's lock file, unless another process holds it right
+    /// now (this process's own lock counts as free: record locks belong
+    /// to the process).
     pub(crate) fn remove_lock(&self, id: &str) {
         if let Ok(Some(lock)) = self.try_lock(id) {
-            // Unlinked while held: a create that opened the old file
-            // notices the inode changed and retries (see `try_lock`).
+            // Unlinked while held: a command that opened the old file
+            // notices the inode changed and retries (see `lock`).
             lock.remove();
+        }
+    }
+
+    /// Load `id` for a command that changes its state, holding its lock
+    /// (see the module doc) until the returned guard drops. A missing
+    /// container leaves no lock file behind.
+    pub fn load_locked(&self, id: &str) -> Result<(Container, IdLock)> {
+        validate_id(id)?;
+        let lock = self.wait_lock(id)?;
+        match self.load(id) {
+            Ok(c) => Ok((c, lock)),
+            Err(e) => {
+                if !self.dir(id).exists() {
+                    lock.remove();
+                }
+                Err(e)
+            }
         }
     }
 }
