@@ -13,7 +13,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 use sandboy_tests::*;
@@ -851,4 +851,274 @@ fn runc_state_in_the_same_root_is_left_alone() {
     assert_exit(&rt.run(&["delete", "--force", &ours]), 0);
     let d = Debris::of(&rt, &ours);
     assert!(d.is_clean(), "left {d:?}");
+}
+
+// ---------------------------------------------------------------------
+// A broken environment (#19): a full or read-only state root, a cgroup
+// hierarchy refusing mkdir, /proc with hidepid. Each refusal next to the
+// same command passing once the environment is whole again. The damage
+// is done in a private mount namespace (`unshare -m`), never to the host.
+
+/// Run `script` (sh) in a private mount namespace with `SB` (the sandboy
+/// binary), `OUT` (a directory for results) and `vars` in its environment.
+/// Results: `OUT/<case>.rc`, `.err` and `.left` (state-root paths naming
+/// the id) as the script's `try CASE ARGS…` helper writes them.
+fn in_private_ns(script: &str, vars: &[(&str, &str)]) -> (TempDir, Output) {
+    let out = TempDir::new("ns-out");
+    let helper = r#"
+try() { c=$1; shift
+  "$SB" --root "$ROOT" "$@" >"$OUT/$c.out" 2>"$OUT/$c.err" </dev/null; echo $? >"$OUT/$c.rc"
+  find "$ROOT" | grep -F -- "$ID" >"$OUT/$c.left"; true; }
+"#;
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!("{helper}{script}"))
+        .env("SB", sandboy_bin())
+        .env("OUT", out.path());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let o = output_timeout(&mut cmd, std::time::Duration::from_secs(120));
+    (out, o)
+}
+
+/// One case's (exit status, stderr, leftovers) from [`in_private_ns`].
+fn case(out: &TempDir, name: &str) -> (i32, String, String) {
+    let read = |ext: &str| fs::read_to_string(out.path().join(format!("{name}.{ext}")));
+    let rc = read("rc")
+        .unwrap_or_else(|e| panic!("case {name} did not run: {e}"))
+        .trim()
+        .parse()
+        .unwrap();
+    (
+        rc,
+        read("err").unwrap_or_default(),
+        read("left").unwrap_or_default(),
+    )
+}
+
+/// Cases that must fail with exit 1, a one-line error containing each of
+/// `says`, and nothing of the id left in the state root; then cases that
+/// must pass.
+fn judge_cases(out: &TempDir, failing: &[&str], says: &[&str], passing: &[&str]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for name in failing {
+        let (rc, err, left) = case(out, name);
+        let clear = err.trim().lines().count() == 1 && says.iter().all(|s| err.contains(s));
+        if rc != 1 || !clear || !left.is_empty() {
+            problems.push(format!("{name}: exit {rc}, stderr {err:?}, left {left:?}"));
+        }
+    }
+    for name in passing {
+        let (rc, err, _) = case(out, name);
+        if rc != 0 {
+            problems.push(format!("{name} (normal counterpart): exit {rc}: {err}"));
+        }
+    }
+    problems
+}
+
+/// A short-lived bundle with a supervisor and a shadow bundle, so a create
+/// writes every kind of state-root file.
+fn short_bundle() -> Bundle {
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|v| {
+        v["annotations"]["dev.sandboy.timeout"] = "600s".into();
+        v["linux"].as_object_mut().unwrap().remove("cgroupsPath");
+    });
+    b
+}
+
+/// No process, cgroup or mount of `id` is left (state-root leftovers are
+/// judged inside the namespace, where that root lives).
+fn host_debris(id: &str) -> Vec<String> {
+    let mut left = Vec::new();
+    let pids = pids_mentioning(id);
+    if !pids.is_empty() {
+        left.push(format!("processes {pids:?}"));
+    }
+    let cgroups = cgroups_named(id);
+    if !cgroups.is_empty() {
+        left.push(format!("cgroups {cgroups:?}"));
+        scrub(id);
+    }
+    left
+}
+
+#[test]
+fn full_or_read_only_state_root_fails_cleanly() {
+    let name = "full_or_read_only_state_root_fails_cleanly";
+    if !need_root(name) || need_sandboy(name).is_none() || !need_tool(name, "unshare") {
+        return;
+    }
+    let b = short_bundle();
+    let root = TempDir::new("tiny-root");
+    let id = unique_id("broken-root");
+    let script = r#"
+set -u
+mount -t tmpfs -o size=1m,nr_inodes=200 tmpfs "$ROOT" || exit 90
+"$SB" --root "$ROOT" list >/dev/null    # a root in use before
+cat /dev/zero >"$ROOT/fill" 2>/dev/null # no space left
+try full-create create --bundle "$BUNDLE" "$ID-a"
+try full-run run --bundle "$BUNDLE" "$ID-b"
+rm "$ROOT/fill"; i=0; while touch "$ROOT/i$i" 2>/dev/null; do i=$((i+1)); done # no inode left
+try inodes-create create --bundle "$BUNDLE" "$ID-c"
+find "$ROOT" -name 'i[0-9]*' -delete
+mount -o remount,ro "$ROOT" || exit 91
+try ro-create create --bundle "$BUNDLE" "$ID-d"
+try ro-run run --detach --bundle "$BUNDLE" "$ID-e"
+try ro-list list
+mount -o remount,rw "$ROOT" || exit 92
+try ok-run run --bundle "$BUNDLE" "$ID-f"
+try ok-create create --bundle "$BUNDLE" "$ID-g"
+try ok-delete delete --force "$ID-g"
+"#;
+    let (out, o) = in_private_ns(
+        script,
+        &[
+            ("ROOT", root.path().to_str().unwrap()),
+            ("BUNDLE", b.path().to_str().unwrap()),
+            ("ID", &id),
+        ],
+    );
+    assert_exit(&o, 0);
+    let mut problems = judge_cases(
+        &out,
+        &["full-create", "full-run", "inodes-create"],
+        &[
+            "No space left on device",
+            "the state root's filesystem is full",
+        ],
+        &["ro-list", "ok-run", "ok-create", "ok-delete"],
+    );
+    problems.extend(judge_cases(
+        &out,
+        &["ro-create", "ro-run"],
+        &["Read-only file system", "use a writable --root"],
+        &[],
+    ));
+    problems.extend(host_debris(&id));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn cgroup_hierarchy_refusing_mkdir_fails_cleanly() {
+    let name = "cgroup_hierarchy_refusing_mkdir_fails_cleanly";
+    if !need_root(name) || need_sandboy(name).is_none() || !need_tool(name, "unshare") {
+        return;
+    }
+    let v1 = Path::new("/sys/fs/cgroup/memory/cgroup.procs").exists();
+    let v2 = Path::new("/sys/fs/cgroup/unified/cgroup.max.descendants").exists();
+    if !v1 || !v2 {
+        return skip(
+            name,
+            "needs the hybrid layout (v1 memory, v2 at /sys/fs/cgroup/unified)",
+        );
+    }
+    let b = short_bundle();
+    let root = TempDir::new("cg-root");
+    let id = unique_id("broken-cg");
+    // v2: a parent of our own that allows no descendants (its path in the
+    // unified hierarchy, entered as a pure v2 view as cgroup_v2.rs does).
+    let parent = format!("sbrace-{id}");
+    let v2_bundle = short_bundle();
+    v2_bundle.edit(|v| v["linux"]["cgroupsPath"] = format!("/{parent}/{id}-v2").into());
+    let script = r#"
+set -u
+# v1: the memory hierarchy read-only in this namespace only.
+mount -o remount,bind,ro /sys/fs/cgroup/memory || exit 90
+try v1-create create --bundle "$BUNDLE" "$ID-v1"
+try v1-run run --bundle "$BUNDLE" "$ID-v1r"
+mount -o remount,bind,rw /sys/fs/cgroup/memory || exit 91
+try v1-ok run --bundle "$BUNDLE" "$ID-v1ok"
+# v2: cgroup.max.descendants=0 on the parent.
+mount --bind /sys/fs/cgroup/unified /sys/fs/cgroup || exit 92
+mkdir "/sys/fs/cgroup/$PARENT" && echo 0 >"/sys/fs/cgroup/$PARENT/cgroup.max.descendants" || exit 93
+try v2-create create --bundle "$V2BUNDLE" "$ID-v2"
+echo max >"/sys/fs/cgroup/$PARENT/cgroup.max.descendants"
+try v2-ok run --bundle "$V2BUNDLE" "$ID-v2"
+rmdir "/sys/fs/cgroup/$PARENT"
+"#;
+    let (out, o) = in_private_ns(
+        script,
+        &[
+            ("ROOT", root.path().to_str().unwrap()),
+            ("BUNDLE", b.path().to_str().unwrap()),
+            ("V2BUNDLE", v2_bundle.path().to_str().unwrap()),
+            ("PARENT", &parent),
+            ("ID", &id),
+        ],
+    );
+    let _ = fs::remove_dir(format!("/sys/fs/cgroup/unified/{parent}"));
+    assert_exit(&o, 0);
+    let mut problems = judge_cases(
+        &out,
+        &["v1-create", "v1-run"],
+        &[
+            "failed to create dir /sys/fs/cgroup/memory/sandboy/",
+            "Read-only file system",
+        ],
+        &["v1-ok"],
+    );
+    problems.extend(judge_cases(
+        &out,
+        &["v2-create"],
+        &[
+            &format!("failed to create dir /sys/fs/cgroup/{parent}/"),
+            "Resource temporarily unavailable",
+        ],
+        &["v2-ok"],
+    ));
+    problems.extend(host_debris(&id));
+    assert!(!Path::new(&format!("/sys/fs/cgroup/unified/{parent}")).exists());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn proc_with_hidepid_still_serves_root() {
+    let name = "proc_with_hidepid_still_serves_root";
+    if !need_root(name) || need_sandboy(name).is_none() || !need_tool(name, "unshare") {
+        return;
+    }
+    let b = bundle();
+    let short = short_bundle();
+    let root = TempDir::new("hidepid-root");
+    let id = unique_id("hidepid");
+    // A proc instance of its own (hidepid is per instance since Linux
+    // 5.8), so the host's /proc keeps its options.
+    let script = r#"
+set -u
+mount -t proc -o hidepid=2 proc /proc || exit 90
+grep -q 'hidepid=invisible' /proc/self/mountinfo || exit 91
+try run run --bundle "$SHORT" "$ID-run"
+try create create --bundle "$BUNDLE" "$ID"
+try start start "$ID"
+try exec exec "$ID" true
+try pause pause "$ID"
+try resume resume "$ID"
+try state state "$ID"
+try list list
+try ps ps "$ID"
+try delete delete --force "$ID"
+"#;
+    let (out, o) = in_private_ns(
+        script,
+        &[
+            ("ROOT", root.path().to_str().unwrap()),
+            ("BUNDLE", b.path().to_str().unwrap()),
+            ("SHORT", short.path().to_str().unwrap()),
+            ("ID", &id),
+        ],
+    );
+    assert_exit(&o, 0);
+    let mut problems = judge_cases(
+        &out,
+        &[],
+        &[],
+        &[
+            "run", "create", "start", "exec", "pause", "resume", "state", "list", "ps", "delete",
+        ],
+    );
+    problems.extend(host_debris(&id));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -98,7 +98,8 @@ impl Runtime {
                 .truncate(false)
                 .write(true)
                 .mode(0o600)
-                .open(&path)?;
+                .open(&path)
+                .map_err(|e| named(&path, e))?;
             let arg = if wait {
                 FcntlArg::F_SETLKW(&whole)
             } else {
@@ -153,6 +154,21 @@ pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+        .map_err(|e| named(dir, e))
+}
+
+/// An error of a state-root write, naming the path and, for a full or
+/// read-only filesystem, the way out (a bare "No space left on device"
+/// left users guessing which filesystem).
+fn named(path: &Path, e: io::Error) -> io::Error {
+    let hint = match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => {
+            "; the state root's filesystem is full: free space there or use another --root"
+        }
+        Some(libc::EROFS) => "; the state root is read-only: use a writable --root",
+        _ => "",
+    };
+    io::Error::new(e.kind(), format!("{}: {e}{hint}", path.display()))
 }
 
 /// Write `path` 0600 through a temporary file and a rename: a reader (or a
@@ -174,7 +190,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result
+    result.map_err(|e| named(path, e))
 }
 
 /// libcontainer creates the state directory and its files with the umask's

@@ -94,7 +94,12 @@ impl Runtime {
         let rwx = nix::unistd::AccessFlags::R_OK
             | nix::unistd::AccessFlags::W_OK
             | nix::unistd::AccessFlags::X_OK;
-        if let Err(e) = nix::unistd::access(&root, rwx) {
+        // A read-only root still serves `list` and `state`; writes to it
+        // fail naming the read-only filesystem (see `claim`).
+        if let Err(e) = nix::unistd::access(&root, rwx).or_else(|e| match e {
+            nix::errno::Errno::EROFS => Ok(()),
+            e => Err(e),
+        }) {
             return Err(Failure::runtime(format!(
                 "state root {}: {} (it belongs to uid {} with mode {:o}); use a root of your own with --root",
                 root.display(),
