@@ -271,11 +271,21 @@ pub fn bundle_of(c: &Container) -> PathBuf {
 }
 
 /// The container's rootfs as recorded in its bundle, absolute (for display).
+/// Only `root.path` is decoded: `list` does this once per container, and
+/// building the whole config.json as a `Value` was most of its time.
 pub fn rootfs_of(c: &Container) -> PathBuf {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        root: Root,
+    }
+    #[derive(serde::Deserialize)]
+    struct Root {
+        path: PathBuf,
+    }
     fs::read(c.bundle().join("config.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
+        .and_then(|b| serde_json::from_slice::<Config>(&b).ok())
+        .map(|c| c.root.path)
         .map(|p| {
             if p.is_absolute() {
                 p
