@@ -13,10 +13,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench import med  # noqa: E402
+from bench import med, timed_cpu  # noqa: E402
 
 
 def run_quiet(argv):
@@ -24,19 +23,6 @@ def run_quiet(argv):
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf)
         errf.seek(0)
         return p.returncode, errf.read().decode(errors="replace")
-
-
-def timed_cpu(argv):
-    """Wall ms, CPU ms (user + system of the command), exit status, stderr."""
-    with tempfile.TemporaryFile() as errf:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=errf)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = (time.perf_counter() - t0) * 1000
-        errf.seek(0)
-        err = errf.read().decode(errors="replace")
-    return wall, (ru.ru_utime + ru.ru_stime) * 1000, os.waitstatus_to_exitcode(status), err
 
 
 def measure(name, runtime, bundle, n, reps):

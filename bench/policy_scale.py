@@ -8,10 +8,11 @@ Usage: policy_scale.py SANDBOY_SPEC_GEN_BIN
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench import timed_cpu  # noqa: E402
 
 
 def policy(n):
@@ -21,17 +22,6 @@ def policy(n):
     return (f'version = 1\nname = "scale"\n[fs]\nread = [{paths("usr", q)}]\n'
             f'exec = [{paths("opt", q)}]\nwrite = [{paths("tmp", q)}]\n'
             f'hide = [{paths("etc", q)}]\n[process]\nargs = ["/bin/true"]\n')
-
-
-def cpu_ms(argv):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = (time.perf_counter() - t0) * 1000
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(argv)}")
-    return (ru.ru_utime + ru.ru_stime) * 1000, wall
 
 
 def main():
@@ -48,7 +38,9 @@ def main():
             for what, argv in (("check", [specgen, "check", path]),
                                ("generate", [specgen, "generate", "--policy", path, "--bundle",
                                              bundle, "--rootfs", os.path.join(bundle, "rootfs")])):
-                cpu, wall = cpu_ms(argv)
+                wall, cpu, code, err = timed_cpu(argv)
+                if code != 0:
+                    raise SystemExit(f"{what} of {n} rules failed ({code}): {err.strip()}")
                 figures[(what, n)] = cpu
                 print(f"{what:8} {n:7} rules: {cpu:8.0f} ms CPU, {wall:8.0f} ms wall")
         for what in ("check", "generate"):

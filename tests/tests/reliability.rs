@@ -465,6 +465,16 @@ fn judge(what: &str, o: &std::process::Output) -> Option<String> {
     }
 }
 
+/// Record what `id` left under `label`, and scrub it so later rounds and
+/// tests start clean.
+fn note_debris(rt: &Runtime, id: &str, label: &str, problems: &mut Vec<String>) {
+    let d = Debris::of(rt, id);
+    if !d.is_clean() {
+        problems.push(format!("{label}: left {d:?}"));
+        scrub(id);
+    }
+}
+
 /// The freezer state of the container's v1 cgroup, if it has one.
 fn freezer_state(id: &str) -> Option<String> {
     cgroups_named(id)
@@ -593,11 +603,7 @@ fn concurrent_commands_on_one_container() {
         if !del.status.success() {
             problems.push(format!("round {round}: final delete --force failed"));
         }
-        let d = Debris::of(&rt, &id);
-        if !d.is_clean() {
-            problems.push(format!("round {round}: left {d:?}"));
-            scrub(&id);
-        }
+        note_debris(&rt, &id, &format!("round {round}"), &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -611,11 +617,7 @@ fn delete_races_the_inits_exit() {
     let rt = Runtime::sandboy();
     // The init exits right after start; a supervisor (timeout) and a
     // shadow bundle (no cgroupsPath) exit and go with it.
-    let b = Bundle::busybox(&["true"]);
-    b.edit(|v| {
-        v["annotations"]["dev.sandboy.timeout"] = "600s".into();
-        v["linux"].as_object_mut().unwrap().remove("cgroupsPath");
-    });
+    let b = short_bundle();
     let mut problems = Vec::new();
     let rounds = 5 * RACE_ROUNDS;
     for round in 0..rounds {
@@ -654,11 +656,7 @@ fn delete_races_the_inits_exit() {
             }
             Err(e) => problems.push(format!("round {round}: {e}")),
         }
-        let d = Debris::of(&rt, &id);
-        if !d.is_clean() {
-            problems.push(format!("round {round}: left {d:?}"));
-            scrub(&id);
-        }
+        note_debris(&rt, &id, &format!("round {round}"), &mut problems);
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -757,11 +755,7 @@ fn shared_root_list_and_state_while_others_create_and_delete() {
         (lists, states) = (l, st);
         for id in all_ids {
             let _ = rt.run(&["delete", "--force", &id]);
-            let d = Debris::of(&rt, &id);
-            if !d.is_clean() {
-                problems.push(format!("{id}: left {d:?}"));
-                scrub(&id);
-            }
+            note_debris(&rt, &id, &id, &mut problems);
         }
     });
     eprintln!("shared root: {lists} lists and {states} states while 12 containers came and went");
