@@ -41,6 +41,10 @@ use crate::error::{Failure, Result};
 /// Directory (under the state root) of the per-id lock files.
 pub(crate) const LOCK_DIR: &str = ".locks";
 
+/// How long a state change waits for the id's lock (a `create` compiling
+/// a large wasm payload holds it for seconds).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// An exclusive claim on one id; released on drop (or when the process dies).
 pub struct IdLock {
     file: File,
@@ -72,17 +76,31 @@ impl Runtime {
 
     /// Take the id's lock without waiting; `None` when someone holds it.
     pub(crate) fn try_lock(&self, id: &str) -> Result<Option<IdLock>> {
-        self.lock(id, false)
+        self.lock(id)
     }
 
     /// Take the id's lock, waiting for its holder (a create, another
-    /// state change) to finish.
+    /// state change) to finish, for at most [`LOCK_WAIT`]: a hook that
+    /// calls sandboy on its own container while its `start` or `delete`
+    /// holds the lock gets an error instead of waiting forever.
     pub(crate) fn wait_lock(&self, id: &str) -> Result<IdLock> {
-        self.lock(id, true)?
-            .ok_or_else(|| Failure::runtime(format!("lock of {id}: not granted")))
+        let since = std::time::Instant::now();
+        loop {
+            if let Some(lock) = self.lock(id)? {
+                return Ok(lock);
+            }
+            if since.elapsed() > LOCK_WAIT {
+                return Err(Failure::runtime(format!(
+                    "container {id} is busy: another sandboy command on it (create, start, pause, resume, kill or delete) has held its lock {} for {}s; retry when it is done",
+                    self.lock_path(id).display(),
+                    LOCK_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
-    fn lock(&self, id: &str, wait: bool) -> Result<Option<IdLock>> {
+    fn lock(&self, id: &str) -> Result<Option<IdLock>> {
         let path = self.lock_path(id);
         private_dir(path.parent().expect("under the root"))?;
         let whole = libc::flock {
@@ -100,14 +118,9 @@ impl Runtime {
                 .mode(0o600)
                 .open(&path)
                 .map_err(|e| named(&path, e))?;
-            let arg = if wait {
-                FcntlArg::F_SETLKW(&whole)
-            } else {
-                FcntlArg::F_SETLK(&whole)
-            };
-            match fcntl(file.as_raw_fd(), arg) {
+            match fcntl(file.as_raw_fd(), FcntlArg::F_SETLK(&whole)) {
                 Ok(_) => {}
-                Err(Errno::EAGAIN | Errno::EACCES) if !wait => return Ok(None),
+                Err(Errno::EAGAIN | Errno::EACCES) => return Ok(None),
                 Err(Errno::EINTR) => continue,
                 Err(e) => return Err(Failure::runtime(format!("{}: lock: {e}", path.display()))),
             }
