@@ -1116,3 +1116,56 @@ try delete delete --force "$ID"
     problems.extend(host_debris(&id));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[test]
+fn execs_leave_no_notify_sockets() {
+    let name = "execs_leave_no_notify_sockets";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = bundle();
+    let id = unique_id("exec-sockets");
+    let _g = rt.guard(&id);
+    rt.create_and_start(&b, &id);
+    let sockets = || {
+        fs::read_dir(rt.root.path().join(&id))
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("tenant-notify-")
+            })
+            .count()
+    };
+    // Concurrent execs: none may lose its socket to another's cleanup.
+    let failed: Vec<String> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    (0..5)
+                        .map(|_| rt.run(&["exec", &id, "true"]))
+                        .filter(|o| !o.status.success())
+                        .map(|o| text(&o.stderr))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
+    });
+    assert!(failed.is_empty(), "concurrent execs failed: {failed:#?}");
+    for _ in 0..10 {
+        assert_exit(&rt.run(&["exec", &id, "true"]), 0);
+    }
+    let o = rt.run(&["exec", &id, "sh", "-c", "exit 7"]);
+    assert_exit(&o, 7);
+    assert_eq!(
+        sockets(),
+        0,
+        "30 execs left notify sockets in the state dir"
+    );
+}
