@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: lifecycle vs runc/crun, policy overhead, staged-write commit, spec-gen speed.
+# make bench: lifecycle vs runc/crun, policy overhead, staged-write commit, list of 1,000, spec-gen speed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
@@ -46,6 +46,14 @@ fi
 echo
 echo "== wrap as root: commit of a staged write path"
 python3 "$repo/bench/commit.py" "$sandboy" "${BENCH_COMMIT_N:-5}" 10000
+
+echo
+echo "== list of ${BENCH_LIST_N:-1000} created containers, sandboy and runc"
+python3 "$repo/bench/list.py" "$sandboy" "$work/long" "${BENCH_LIST_N:-1000}" "${BENCH_LIST_REPS:-5}"
+
+echo
+echo "== sandboy-spec-gen check/generate of 10,000 and 100,000 rules (linear?)"
+python3 "$repo/bench/policy_scale.py" "$specgen"
 
 echo
 echo "== sandboy-spec-gen generate, 200-rule policy"

@@ -422,3 +422,83 @@ if [ -n "$st" ] && [ "$st" != Z ]; then echo "ALIVE $pid"; kill -9 $pid; else ec
     let out = text(&o.stdout);
     assert_eq!(out.trim(), "GONE", "{out}\n{}", text(&o.stderr));
 }
+
+/// The user's first subordinate range in `file` (/etc/subuid or /etc/subgid).
+fn sub_range(user: &str, file: &str) -> Option<(u64, u64)> {
+    fs::read_to_string(file).ok()?.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == user).then_some(())?;
+        Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+    })
+}
+
+#[test]
+fn missing_newuidmap_for_mapped_ranges_is_a_clear_error() {
+    let name = "missing_newuidmap_for_mapped_ranges_is_a_clear_error";
+    let Some(env) = Env::new(name) else {
+        return;
+    };
+    if which("newuidmap").is_none() || which("newgidmap").is_none() {
+        return skip(
+            name,
+            "newuidmap/newgidmap (uidmap) are not installed: no counterpart",
+        );
+    }
+    let (Some(uids), Some(gids)) = (
+        sub_range(&env.user.name, "/etc/subuid"),
+        sub_range(&env.user.name, "/etc/subgid"),
+    ) else {
+        return skip(
+            name,
+            "the test user has no /etc/subuid or /etc/subgid range",
+        );
+    };
+    let b = env.bundle();
+    assert_exit(
+        &env.as_user(b.path(), &env.sandboy, &["spec", "--rootless"]),
+        0,
+    );
+    // Root inside is the user; 1..1000 inside are its subordinate ids.
+    b.edit(|c| {
+        let map = |own: u32, (start, _): (u64, u64)| {
+            serde_json::json!([
+                {"containerID": 0, "hostID": own, "size": 1},
+                {"containerID": 1, "hostID": start, "size": 1000}
+            ])
+        };
+        c["linux"]["uidMappings"] = map(env.user.uid, uids);
+        c["linux"]["gidMappings"] = map(env.user.gid, gids);
+    });
+    set_args(&b, "cat /proc/self/uid_map");
+    let env_prog = Path::new("/usr/bin/env");
+    let sandboy = env.sandboy.to_str().unwrap();
+    // Counterpart: with newuidmap on PATH the ranges are mapped.
+    let id = unique_id("rlmap");
+    let ok = env.as_user_v2(
+        b.path(),
+        env_prog,
+        &["PATH=/usr/bin:/bin", sandboy, "run", &id],
+    );
+    assert_exit(&ok, 0);
+    assert!(
+        text(&ok.stdout).lines().count() == 2,
+        "two ranges mapped: {}",
+        text(&ok.stdout)
+    );
+    // Without it on PATH: one clear error, exit 1, nothing left.
+    let id = unique_id("rlnomap");
+    let o = env.as_user_v2(
+        b.path(),
+        env_prog,
+        &["PATH=/nonexistent", sandboy, "run", &id],
+    );
+    assert_exit(&o, 1);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("newuidmap") && err.contains("PATH") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!env.xdg.join("sandboy").join(&id).exists(), "state left");
+    assert!(cgroups_named(&id).is_empty(), "cgroups left");
+    assert!(pids_mentioning(&id).is_empty(), "processes left");
+}

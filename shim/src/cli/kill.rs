@@ -9,7 +9,7 @@ use crate::error::{Failure, Result};
 
 pub fn run(rt: &Runtime, args: Kill) -> Result<i32> {
     let sig = parse_signal(&args.signal)?;
-    let c = rt.load(&args.container_id)?;
+    let (c, _lock) = rt.load_locked(&args.container_id)?;
     // runc lets --all reach a stopped container's leftovers; a plain kill
     // needs a live init.
     let reachable = c.can_kill() || (args.all && c.status() == ContainerStatus::Stopped);

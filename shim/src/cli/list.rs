@@ -7,7 +7,17 @@ use crate::error::Result;
 pub fn run(rt: &Runtime, args: List) -> Result<i32> {
     // A container being deleted concurrently (or whose state is cut) is
     // simply not listed; `state` names the latter.
-    let containers = rt.ids()?.into_iter().filter_map(|id| rt.load(&id).ok());
+    // Another runtime's container in a shared root is named on the log
+    // (stderr), as runc names entries it cannot load, and not listed.
+    let containers = rt.ids()?.into_iter().filter_map(|id| match rt.load(&id) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            if rt.foreign(&id).is_some() {
+                tracing::warn!(id, "not listed: {e}");
+            }
+            None
+        }
+    });
     if args.quiet {
         // Ids only: no bundle or rootfs lookups per container.
         for c in containers {

@@ -3,11 +3,23 @@
 //! libcontainer's builder checks `<root>/<id>` and then creates it: two
 //! concurrent `create`s of one id can both pass the check, and the loser's
 //! cleanup then removes the winner's state and shadow bundle. So `create`
-//! first takes an exclusive, non-blocking `flock` on `<root>/.locks/<id>`
+//! first takes an exclusive lock on `<root>/.locks/<id>` without waiting
 //! and holds it until it returns: a second `create` of the id fails with
-//! runc's `container with id exists` and touches nothing. A lock dies with
-//! its holders, so a SIGKILLed `create` never leaves a stale claim; the
-//! lock file itself goes with `delete`.
+//! runc's `container with id exists` and touches nothing.
+//!
+//! The commands that change a container's state (`start`, `pause`,
+//! `resume`, `kill`, `delete`) wait for the same lock ([`Runtime::load_locked`]):
+//! libcontainer's freeze-then-save of `pause` and the freeze/thaw around a
+//! `kill --all` interleaved with a concurrent `resume` left a container
+//! recorded `paused` with a thawed cgroup. Read-only commands (`state`,
+//! `list`, `ps`) and `exec` do not take it.
+//!
+//! The lock is a POSIX record lock (`fcntl(F_SETLK)`), not `flock`: a
+//! record lock belongs to the process, so the init and the supervisor that
+//! `create` forks do not inherit it (with `flock` they held it for the
+//! container's whole life, and a waiting `start` would never get it). It
+//! dies with its holder, so a SIGKILLed command never leaves a stale claim;
+//! the lock file itself goes with `delete`.
 //!
 //! State-root files hold the process env (secrets): they are written 0600 in
 //! 0700 directories, and atomically (temporary file + rename), so a SIGKILL
@@ -15,27 +27,45 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
+use libcontainer::container::Container;
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg};
 
-use super::Runtime;
+use super::{validate_id, Runtime};
 use crate::error::{Failure, Result};
 
 /// Directory (under the state root) of the per-id lock files.
 pub(crate) const LOCK_DIR: &str = ".locks";
 
+/// How long a state change waits for the id's lock (a `create` compiling
+/// a large wasm payload holds it for seconds).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// An exclusive claim on one id; released on drop (or when the process dies).
 pub struct IdLock {
-    _file: Flock<File>,
+    file: File,
     path: PathBuf,
 }
 
 impl IdLock {
-    /// Unlink the lock file while still holding it (see `try_lock`).
+    /// Unlink the lock file while still holding it (see `lock`), unless a
+    /// newer lock file has replaced it meanwhile.
     pub(crate) fn remove(self) {
-        let _ = fs::remove_file(&self.path);
+        if same_file(&self.path, &self.file) {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(path: &Path, file: &File) -> bool {
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(p), Ok(f)) => p.ino() == f.ino() && p.dev() == f.dev(),
+        _ => false,
     }
 }
 
@@ -46,39 +76,87 @@ impl Runtime {
 
     /// Take the id's lock without waiting; `None` when someone holds it.
     pub(crate) fn try_lock(&self, id: &str) -> Result<Option<IdLock>> {
+        self.lock(id)
+    }
+
+    /// Take the id's lock, waiting for its holder (a create, another
+    /// state change) to finish, for at most [`LOCK_WAIT`]: a hook that
+    /// calls sandboy on its own container while its `start` or `delete`
+    /// holds the lock gets an error instead of waiting forever.
+    pub(crate) fn wait_lock(&self, id: &str) -> Result<IdLock> {
+        let since = std::time::Instant::now();
+        loop {
+            if let Some(lock) = self.lock(id)? {
+                return Ok(lock);
+            }
+            if since.elapsed() > LOCK_WAIT {
+                return Err(Failure::runtime(format!(
+                    "container {id} is busy: another sandboy command on it (create, start, pause, resume, kill or delete) has held its lock {} for {}s; retry when it is done",
+                    self.lock_path(id).display(),
+                    LOCK_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    fn lock(&self, id: &str) -> Result<Option<IdLock>> {
         let path = self.lock_path(id);
         private_dir(path.parent().expect("under the root"))?;
+        let whole = libc::flock {
+            l_type: libc::F_WRLCK as libc::c_short,
+            l_whence: libc::SEEK_SET as libc::c_short,
+            l_start: 0,
+            l_len: 0,
+            l_pid: 0,
+        };
         loop {
             let file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
                 .write(true)
                 .mode(0o600)
-                .open(&path)?;
-            let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(locked) => locked,
-                Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(None),
-                Err((_, e)) => {
-                    return Err(Failure::runtime(format!("{}: flock: {e}", path.display())))
-                }
-            };
+                .open(&path)
+                .map_err(|e| named(&path, e))?;
+            match fcntl(file.as_raw_fd(), FcntlArg::F_SETLK(&whole)) {
+                Ok(_) => {}
+                Err(Errno::EAGAIN | Errno::EACCES) => return Ok(None),
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(Failure::runtime(format!("{}: lock: {e}", path.display()))),
+            }
             // A delete may have unlinked the file between our open and our
             // lock: then a newer file is the lock, take that one.
-            let same = fs::metadata(&path)
-                .map(|m| m.ino() == file.metadata().map(|f| f.ino()).unwrap_or(0))
-                .unwrap_or(false);
-            if same {
-                return Ok(Some(IdLock { _file: file, path }));
+            if same_file(&path, &file) {
+                return Ok(Some(IdLock { file, path }));
             }
         }
     }
 
-    /// Remove the id's lock file, unless a create holds it right now.
+    /// Remove the id's lock file, unless another process holds it right
+    /// now (this process's own lock counts as free: record locks belong
+    /// to the process).
     pub(crate) fn remove_lock(&self, id: &str) {
         if let Ok(Some(lock)) = self.try_lock(id) {
-            // Unlinked while held: a create that opened the old file
-            // notices the inode changed and retries (see `try_lock`).
+            // Unlinked while held: a command that opened the old file
+            // notices the inode changed and retries (see `lock`).
             lock.remove();
+        }
+    }
+
+    /// Load `id` for a command that changes its state, holding its lock
+    /// (see the module doc) until the returned guard drops. A missing
+    /// container leaves no lock file behind.
+    pub fn load_locked(&self, id: &str) -> Result<(Container, IdLock)> {
+        validate_id(id)?;
+        let lock = self.wait_lock(id)?;
+        match self.load(id) {
+            Ok(c) => Ok((c, lock)),
+            Err(e) => {
+                if !self.dir(id).exists() {
+                    lock.remove();
+                }
+                Err(e)
+            }
         }
     }
 }
@@ -89,6 +167,21 @@ pub(crate) fn private_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+        .map_err(|e| named(dir, e))
+}
+
+/// An error of a state-root write, naming the path and, for a full or
+/// read-only filesystem, the way out (a bare "No space left on device"
+/// left users guessing which filesystem).
+fn named(path: &Path, e: io::Error) -> io::Error {
+    let hint = match e.raw_os_error() {
+        Some(libc::ENOSPC | libc::EDQUOT) => {
+            "; the state root's filesystem is full: free space there or use another --root"
+        }
+        Some(libc::EROFS) => "; the state root is read-only: use a writable --root",
+        _ => "",
+    };
+    io::Error::new(e.kind(), format!("{}: {e}{hint}", path.display()))
 }
 
 /// Write `path` 0600 through a temporary file and a rename: a reader (or a
@@ -110,7 +203,7 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result
+    result.map_err(|e| named(path, e))
 }
 
 /// libcontainer creates the state directory and its files with the umask's

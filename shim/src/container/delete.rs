@@ -16,13 +16,25 @@ use crate::supervisor::pidfd::Pidfd;
 impl Runtime {
     /// runc's `delete`: a stopped or created container, or with `force`
     /// any container (killed first); a missing one is fine with `force`.
+    /// Serialised with the id's other state changes (see `claim`).
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
         validate_id(id)?;
+        let lock = self.wait_lock(id)?;
+        let result = self.delete_locked(id, force);
+        if !self.dir(id).exists() {
+            lock.remove();
+        }
+        result
+    }
+
+    fn delete_locked(&self, id: &str, force: bool) -> Result<()> {
         let mut c = match self.load(id) {
             Ok(c) => c,
             // No readable state (none yet, or cut by a SIGKILL mid-write):
             // what --force asks for is still possible from the cgroups.
-            Err(e) if force => {
+            // Another runtime's container (a shared --root) is not ours to
+            // recover: its processes and state stay.
+            Err(e) if force && self.foreign(id).is_none() => {
                 if self.dir(id).exists() {
                     tracing::warn!(id, error = %e, "recovering a container without readable state");
                 }

@@ -1,8 +1,8 @@
 //! `exec`: a new process in a running container, built by libcontainer as a
 //! tenant and confined by sandboy's executor exactly like the init.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::container::ContainerStatus;
@@ -84,7 +84,8 @@ impl Runtime {
             .transpose()
             .map_err(|e| Failure::runtime(format!("exec: the container's node policy: {e}")))?;
         let bundle = bundle_of(&c);
-        let pid = ContainerBuilder::new(id.to_owned(), SyscallType::default())
+        let before = tenant_sockets(&self.dir(id));
+        let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
                     .with_held(held)
@@ -111,7 +112,9 @@ impl Runtime {
             .with_sub_cgroup(opts.cgroup)
             .with_apparmor(opts.apparmor)
             .with_process_label(opts.process_label)
-            .build()?;
+            .build();
+        remove_stale_sockets(&self.dir(id), &before);
+        let pid = built?;
         if logged {
             // Before the wait: see `denials::Members`.
             let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw());
@@ -143,5 +146,56 @@ impl Runtime {
         )
         .map_err(|e| Failure::runtime(format!("exec: the container's seccomp profile: {e}")))?;
         Ok(Some(compiled.with_log(logged)))
+    }
+}
+
+/// libcontainer's tenant builder binds `tenant-notify-<random>.sock` in the
+/// state directory for each exec and never removes it: 5,000 execs into a
+/// long-lived container (an engine's probes) left 5,000 files there.
+const TENANT_NOTIFY: &str = "tenant-notify-";
+
+/// A socket of an exec more than this old that nobody listens on is left
+/// by a killed exec.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn tenant_sockets(dir: &Path) -> HashSet<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(TENANT_NOTIFY))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// After this exec's build: remove its notify socket (new since `before`)
+/// and old ones of killed execs, but never one a concurrent exec still
+/// listens on (its runtime binds it in this network namespace and connects
+/// to it once the new process is ready).
+fn remove_stale_sockets(dir: &Path, before: &HashSet<PathBuf>) {
+    // The directory first: a socket bound after this listing is not judged,
+    // and one bound before it is in the table read next while it lives.
+    let present = tenant_sockets(dir);
+    // libcontainer binds and connects by the bare file name (from inside
+    // the directory, for sun_path's length): that is what the table shows.
+    let listening: HashSet<std::ffi::OsString> = std::fs::read_to_string("/proc/self/net/unix")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .filter_map(|p| Path::new(p).file_name().map(Into::into))
+        .collect();
+    for path in present {
+        if path.file_name().is_some_and(|n| listening.contains(n)) {
+            continue;
+        }
+        let old = std::fs::symlink_metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if !before.contains(&path) || old {
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }

@@ -94,7 +94,12 @@ impl Runtime {
         let rwx = nix::unistd::AccessFlags::R_OK
             | nix::unistd::AccessFlags::W_OK
             | nix::unistd::AccessFlags::X_OK;
-        if let Err(e) = nix::unistd::access(&root, rwx) {
+        // A read-only root still serves `list` and `state`; writes to it
+        // fail naming the read-only filesystem (see `claim`).
+        if let Err(e) = nix::unistd::access(&root, rwx).or_else(|e| match e {
+            nix::errno::Errno::EROFS => Ok(()),
+            e => Err(e),
+        }) {
             return Err(Failure::runtime(format!(
                 "state root {}: {} (it belongs to uid {} with mode {:o}); use a root of your own with --root",
                 root.display(),
@@ -125,9 +130,48 @@ impl Runtime {
         if !self.exists(id) {
             return Err(Failure::runtime("container does not exist"));
         }
-        let mut c = Container::load(self.dir(id)).map_err(|e| self.load_error(id, e))?;
+        let mut c = self.load_state(id)?;
         c.refresh_status()?;
         Ok(c)
+    }
+
+    /// libcontainer saves state.json in place (truncate, then write), so a
+    /// load that meets a concurrent `pause`, `start` or `kill` mid-save
+    /// reads it empty or cut: such a read is retried for up to ~100 ms
+    /// before the file is called corrupt. A state of another runtime
+    /// sharing the root is not retried.
+    fn load_state(&self, id: &str) -> Result<Container> {
+        let mut tries = 0;
+        loop {
+            match Container::load(self.dir(id)) {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    tries += 1;
+                    if tries > 20 || !self.exists(id) || self.foreign(id).is_some() {
+                        return Err(self.load_error(id, e));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
+    }
+
+    /// `Some(owner)` when `<root>/<id>/state.json` is whole JSON but not
+    /// libcontainer's state: a container of another runtime sharing this
+    /// `--root` (runc's own state file, for example). sandboy must leave
+    /// such a container alone, `delete --force` included.
+    pub fn foreign(&self, id: &str) -> Option<&'static str> {
+        let bytes = fs::read(self.dir(id).join("state.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        if serde_json::from_value::<libcontainer::container::State>(v.clone()).is_ok() {
+            return None;
+        }
+        // runc's libcontainer writes `init_process_pid` and `config`.
+        Some(if v.get("init_process_pid").is_some() {
+            "runc"
+        } else {
+            "another runtime"
+        })
     }
 
     /// The container's denial report so far (empty without one).
@@ -142,6 +186,22 @@ impl Runtime {
     /// moment leaves it empty or cut; `delete --force` recovers from that.
     fn load_error(&self, id: &str, e: libcontainer::error::LibcontainerError) -> Failure {
         let file = self.dir(id).join("state.json");
+        if !file.exists() {
+            // Deleted since `exists` (a concurrent `delete`).
+            return Failure::runtime("container does not exist");
+        }
+        if let Some(owner) = self.foreign(id) {
+            let hint = if owner == "runc" {
+                "runc"
+            } else {
+                "that runtime"
+            };
+            return Failure::runtime(format!(
+                "container {id} belongs to another runtime ({owner}'s state file {}); sandboy leaves it alone: use {hint} with --root {}",
+                file.display(),
+                self.root.display()
+            ));
+        }
         let parses = fs::read(&file)
             .ok()
             .is_some_and(|b| serde_json::from_slice::<serde_json::Value>(&b).is_ok());
@@ -211,11 +271,21 @@ pub fn bundle_of(c: &Container) -> PathBuf {
 }
 
 /// The container's rootfs as recorded in its bundle, absolute (for display).
+/// Only `root.path` is decoded: `list` does this once per container, and
+/// building the whole config.json as a `Value` was most of its time.
 pub fn rootfs_of(c: &Container) -> PathBuf {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        root: Root,
+    }
+    #[derive(serde::Deserialize)]
+    struct Root {
+        path: PathBuf,
+    }
     fs::read(c.bundle().join("config.json"))
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| v["root"]["path"].as_str().map(PathBuf::from))
+        .and_then(|b| serde_json::from_slice::<Config>(&b).ok())
+        .map(|c| c.root.path)
         .map(|p| {
             if p.is_absolute() {
                 p

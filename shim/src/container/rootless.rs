@@ -45,15 +45,18 @@ pub fn in_user_ns() -> bool {
 
 /// Refuse, for an ordinary caller, what a rootless container cannot have.
 pub fn check(spec: &Spec, bundle: &Path, unified_host: bool) -> Result<()> {
-    if !active() {
-        return Ok(());
-    }
-    let uid = nix::unistd::geteuid();
     let config = bundle.join("config.json");
     let linux = spec.linux().as_ref();
     let user_ns = linux
         .and_then(|l| l.namespaces().as_ref())
         .is_some_and(|ns| ns.iter().any(|n| n.typ() == LinuxNamespaceType::User));
+    if user_ns {
+        check_id_mappers(spec, &config)?;
+    }
+    if !active() {
+        return Ok(());
+    }
+    let uid = nix::unistd::geteuid();
     // Already in a user namespace (podman's), the spec needs no new one.
     if !user_ns && !in_user_ns() {
         return Err(Failure::config(format!(
@@ -91,6 +94,35 @@ pub fn check(spec: &Spec, bundle: &Path, unified_host: bool) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// More than one uid or gid range is written by `newuidmap`/`newgidmap`
+/// (package uidmap), looked up on PATH as libcontainer does; said up front
+/// with the way out rather than by libcontainer's "could not be found in
+/// path" (the caller's or root's alike).
+fn check_id_mappers(spec: &Spec, config: &Path) -> Result<()> {
+    let Some(linux) = spec.linux().as_ref() else {
+        return Ok(());
+    };
+    let ranges = |m: &Option<Vec<_>>| m.as_ref().map_or(0, Vec::len);
+    let (uids, gids) = (ranges(linux.uid_mappings()), ranges(linux.gid_mappings()));
+    if uids <= 1 && gids <= 1 {
+        return Ok(());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let missing: Vec<&str> = ["newuidmap", "newgidmap"]
+        .into_iter()
+        .filter(|bin| !std::env::split_paths(&path).any(|d| d.join(bin).is_file()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::runtime(format!(
+        "{}: linux.uidMappings/gidMappings have {uids}/{gids} ranges, which only {} can write,          and it is not on PATH ({}); install the uidmap package (or add its directory to PATH),          or map a single range",
+        config.display(),
+        missing.join(" and "),
+        path.to_string_lossy()
+    )))
 }
 
 /// The first resource limit `r` sets (device rules aside, see the module

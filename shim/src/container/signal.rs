@@ -38,16 +38,25 @@ pub fn deliver(c: &Container, signal: Signal, all: bool) -> Result<()> {
 }
 
 /// Every process in the cgroup, frozen meanwhile so that none forks away
-/// unsignalled; thawed afterwards, as runc does.
+/// unsignalled; thawed afterwards, as runc does — except a paused
+/// container, which stays frozen (runc 1.1 thawed it, leaving it recorded
+/// `paused` and running), unless the signal is SIGKILL, which a v1-frozen
+/// process only acts on once thawed.
 fn deliver_to_all(c: &Container, signal: Signal) -> Result<()> {
     let cgroup = cgroups::cgroup_manager(c)?;
-    if let Err(e) = cgroup.freeze(FreezerState::Frozen) {
-        tracing::warn!(id = c.id(), error = %e, "cannot freeze the container before signalling it");
+    let paused = c.status() == ContainerStatus::Paused;
+    if !paused {
+        if let Err(e) = cgroup.freeze(FreezerState::Frozen) {
+            tracing::warn!(id = c.id(), error = %e, "cannot freeze the container before signalling it");
+        }
     }
     let sent = cgroup
         .get_all_pids()
         .map_err(|e| Failure::runtime(format!("processes of {}: {e}", c.id())))
         .and_then(|pids| pids.into_iter().try_for_each(|pid| signal_pid(pid, signal)));
+    if paused && signal != Signal::SIGKILL {
+        return sent;
+    }
     if let Err(e) = cgroup.freeze(FreezerState::Thawed) {
         tracing::warn!(id = c.id(), error = %e, "cannot thaw the container after signalling it");
     }
