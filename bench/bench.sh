@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: lifecycle vs runc/crun, policy overhead, staged-write commit, list of 1,000, spec-gen speed.
+# make bench: lifecycle vs runc/crun, policy overhead, staged-write commit, wrap tiers, list of 1,000, spec-gen speed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
@@ -46,6 +46,10 @@ fi
 echo
 echo "== wrap as root: commit of a staged write path"
 python3 "$repo/bench/commit.py" "$sandboy" "${BENCH_COMMIT_N:-5}" 10000
+
+echo
+echo "== wrap -- /bin/true as an ordinary user: landlock and namespaces tiers vs plain exec and root wrap"
+python3 "$repo/bench/wrap.py" "$sandboy" "${BENCH_WRAP_N:-30}"
 
 echo
 echo "== list of ${BENCH_LIST_N:-1000} created containers, sandboy and runc"

@@ -131,18 +131,24 @@ fn wait_signal(set: &SigSet, timeout: Option<Duration>) -> Option<(Signal, bool)
 /// forked during a round.
 pub fn kill_descendants() {
     let me = std::process::id() as i32;
-    loop {
+    // Every living descendant of a subreaper is a child of it or below
+    // one: with no child left there is nothing to find (and the /proc scan
+    // is not paid on the common path, a command that left nothing behind).
+    let reap = || loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => return true,
+            Ok(_) => continue,
+            Err(Errno::ECHILD) => return false,
+            Err(_) => return true,
+        }
+    };
+    while reap() {
         let tree = descendants(me);
         for &pid in &tree {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
-        loop {
-            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => break,
-                Ok(_) => continue,
-                Err(Errno::ECHILD) => return,
-                Err(_) => break,
-            }
+        if !reap() {
+            return;
         }
         if tree.is_empty() {
             // Children not yet visible in /proc: give them a moment.
