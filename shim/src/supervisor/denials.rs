@@ -345,6 +345,19 @@ fn landlock_statement(
     }
 }
 
+/// The guards answer `clone3` and `openat2` with ENOSYS so that libc falls
+/// back to `clone` and `openat`, where the arguments can be checked (see
+/// spec-gen's guards): the call that matters comes next and is judged on
+/// its own, so this one refuses nothing and is no refusal to report (every
+/// threaded program would otherwise show one).
+fn is_fallback(f: &Fields) -> bool {
+    let enosys = f
+        .get("code")
+        .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
+        == Some(0x0005_0000 | libc::ENOSYS as u32);
+    enosys && matches!(syscall_name(f).as_deref(), Some("clone3" | "openat2"))
+}
+
 /// A seccomp record → a denial. `default_deny`: sandboy's built-in list,
 /// whose entries a policy re-allows with `[syscalls] allow`.
 pub fn decode_seccomp(f: &Fields) -> Denial {
@@ -729,7 +742,8 @@ impl Collector {
                 SECCOMP
                     if r.get("pid")
                         .and_then(|p| p.parse().ok())
-                        .is_some_and(|p| self.members.contains(p)) =>
+                        .is_some_and(|p| self.members.contains(p))
+                        && !is_fallback(r) =>
                 {
                     found.push(decode_seccomp(r));
                 }
@@ -902,6 +916,20 @@ mod tests {
     const DOMAIN: &str = r#"audit(1796125375.965:56): domain=175a628fe status=allocated mode=enforcing pid=14038 uid=0 exe="/tmp/denial-exp/ll" comm="ll""#;
     const SYSCALL_READ: &str = r#"audit(1796125375.965:56): arch=c000003e syscall=257 success=no exit=-13 a0=ffffff9c a1=55f28227a01c a2=0 a3=0 items=0 ppid=13830 pid=14038 auid=4294967295 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=4294967295 comm="ll" exe="/tmp/denial-exp/ll" key=(null)"#;
     const KILL: &str = r#"audit(1796124830.237:31): auid=4294967295 uid=0 gid=0 ses=4294967295 pid=12062 comm="probe" exe="/bin/probe" sig=31 arch=c000003e syscall=101 compat=0 ip=0x43b5f9 code=0x80000000"#;
+
+    #[test]
+    fn a_guard_s_enosys_nudge_to_the_older_call_is_no_refusal() {
+        let clone3 = KILL.replace("syscall=101", "syscall=435");
+        let nudge = clone3.replace("code=0x80000000", "code=0x50026");
+        assert!(is_fallback(&parse(&rec(1326, &nudge)).unwrap()));
+        // EPERM on clone3, or a kill of it, is a refusal.
+        let eperm = clone3.replace("code=0x80000000", "code=0x50001");
+        assert!(!is_fallback(&parse(&rec(1326, &eperm)).unwrap()));
+        assert!(!is_fallback(&parse(&rec(1326, &clone3)).unwrap()));
+        // ENOSYS from a policy's deny of another call is reported.
+        let other = KILL.replace("code=0x80000000", "code=0x50026");
+        assert!(!is_fallback(&parse(&rec(1326, &other)).unwrap()));
+    }
 
     #[test]
     fn the_summary_never_sends_control_characters_to_the_terminal() {
