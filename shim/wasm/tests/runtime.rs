@@ -42,6 +42,13 @@ const WASI_P1: &str = r#"(module
     (call $proc_exit (i32.const 7)))
 )"#;
 
+/// The small-SARIF adapter, prepared in a fresh directory with `limits`.
+fn small_adapter(limits: Limits) -> (tempfile::TempDir, Prepared) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = prepared_adapter(dir.path(), "a.wasm", (SMALL_SARIF, false, ""), limits);
+    (dir, p)
+}
+
 #[test]
 fn wasi_p1_prints_reads_args_env_and_writes_cwd() {
     let dir = tempfile::tempdir().unwrap();
@@ -178,13 +185,7 @@ const SMALL_SARIF: &[u8] =
 
 #[test]
 fn wat_adapter_happy_path_stamps_provenance() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = prepared_adapter(
-        dir.path(),
-        "a.wasm",
-        (SMALL_SARIF, false, ""),
-        Limits::default(),
-    );
+    let (dir, p) = small_adapter(Limits::default());
     assert_eq!(p.kind(), Kind::Adapter);
     write(dir.path(), "in.txt", b"anything");
     let v = run_adapter(&p, &["--tool", "t", "--artifact", "in=in.txt"], dir.path()).unwrap();
@@ -333,13 +334,7 @@ fn adapter_err_string_is_a_clear_error() {
 
 #[test]
 fn adapter_bad_flags_are_usage_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = prepared_adapter(
-        dir.path(),
-        "a.wasm",
-        (SMALL_SARIF, false, ""),
-        Limits::default(),
-    );
+    let (dir, p) = small_adapter(Limits::default());
     for flags in [
         &["--artifact", "x=y"][..],
         &["--tool", "t", "--frobnicate"],
@@ -353,16 +348,10 @@ fn adapter_bad_flags_are_usage_errors() {
 
 #[test]
 fn adapter_input_past_max_input_refused_without_reading_it_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = prepared_adapter(
-        dir.path(),
-        "a.wasm",
-        (SMALL_SARIF, false, ""),
-        Limits {
-            max_input: 1024,
-            ..Limits::default()
-        },
-    );
+    let (dir, p) = small_adapter(Limits {
+        max_input: 1024,
+        ..Limits::default()
+    });
     write(dir.path(), "big.json", &vec![b'x'; 1025]);
     let e = run_adapter(&p, &["--tool", "t", "--artifact", "r=big.json"], dir.path()).unwrap_err();
     assert!(
