@@ -78,6 +78,7 @@ install: deps components
 	cargo build --workspace --bins $(if $(filter release,$(INSTALL_PROFILE)),--release,--tests)
 	install -d $(PREFIX)/bin $(SHARE)/components $(SHARE)/policies
 	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy $(PREFIX)/bin/sandboy
+	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy-wasm $(PREFIX)/bin/sandboy-wasm
 	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy-spec-gen $(PREFIX)/bin/sandboy-spec-gen
 	install -m 0644 components/adapters.toml $(SHARE)/adapters.toml
 	install -m 0644 $(CARGO_TARGET_DIR)/components/infersharp.wasm $(CARGO_TARGET_DIR)/components/passthrough.wasm $(SHARE)/components/

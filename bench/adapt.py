@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make bench: `sandboy adapt` of the Infer# fixture, warm (compile cache
-filled), against the same component run directly by the wasm host (`adapt
---inner-host`: no container, no confinement, same cache); cold start (empty
+filled), against the same component run directly by the wasm host (`sandboy-wasm
+adapt`: no container, no confinement, same cache); cold start (empty
 state root, so an empty compile cache); unprivileged warm (as `nobody`,
 through the wrap tiers); MiB/s on a 50 MiB generated Infer# report.
 Medians of interleaved runs. Usage: adapt.py SANDBOY REPO [N]"""
@@ -17,6 +17,7 @@ components = os.environ.get("SANDBOY_COMPONENTS", os.path.join(target, "componen
 env = dict(os.environ, SANDBOY_REGISTRY=f"{repo}/components/adapters.toml", SANDBOY_COMPONENTS=components)
 fixture = f"{repo}/components/testdata/infersharp-report.json"
 comp = f"{components}/infersharp.wasm"
+hostbin = os.path.join(os.path.dirname(os.path.abspath(sb)), "sandboy-wasm")
 work = tempfile.mkdtemp(prefix="sandboy-abench-")
 os.chmod(work, 0o755)
 warm_root = f"{work}/root"
@@ -38,8 +39,8 @@ def adapt(root, report=fixture, extra=()):
 
 
 def host(report=fixture):
-    return timed([sb, "adapt", "--inner-host", "--limits", "{}", "--cache", host_cache,
-                  "--component", comp, "--tool", "infersharp", "--artifact", f"report.json={report}"])
+    return timed([hostbin, "adapt", "--limits", "{}", "--cache", host_cache,
+                  "--", comp, "--tool", "infersharp", "--artifact", f"report.json={report}"])
 
 
 nobody_cache = f"{work}/nobody-cache"
@@ -56,8 +57,8 @@ def unprivileged():
 
 
 def host_nobody():
-    return timed(["runuser", "-u", "nobody", "--", "env", sb, "adapt", "--inner-host", "--limits", "{}",
-                  "--cache", f"{nobody_cache}/sandboy/wasm", "--component", comp, "--tool", "infersharp",
+    return timed(["runuser", "-u", "nobody", "--", "env", hostbin, "adapt", "--limits", "{}",
+                  "--cache", f"{nobody_cache}/sandboy/wasm", "--", comp, "--tool", "infersharp",
                   "--artifact", f"report.json={work}/report.json"], cwd="/")
 
 

@@ -31,6 +31,7 @@ mod node;
 mod supervisor;
 #[cfg(test)]
 mod test_support;
+mod wasm_host;
 mod wrap;
 
 use clap::Parser;
@@ -57,14 +58,14 @@ fn main() {
     let container = match &command {
         Command::Create(_) | Command::Run(_) | Command::Exec(_) => true,
         Command::Wrap(_) => wrap::needs_runtime(),
-        // One run as root makes a container; --all, --list and the confined
-        // host only start children or read files.
-        Command::Adapt(a) => wrap::needs_runtime() && a.all.is_none() && !a.list && !a.inner_host,
+        // One run as root makes a container; --all and --list only start
+        // children or read files.
+        Command::Adapt(a) => wrap::needs_runtime() && a.all.is_none() && !a.list,
         Command::Audit(_) => false,
         _ => false,
     };
     if matches!(command, Command::Adapt(_) | Command::Audit(_)) {
-        adapt::registry::remember_exe();
+        host::sealed_exe::remember();
     }
     if container {
         // These also attach a process to cgroups: start the kernel's wait
@@ -77,7 +78,7 @@ fn main() {
                 exit(failure.exit_code());
             }
         };
-        if let Err(e) = host::sealed_exe::ensure(&root.join(".exe-lower")) {
+        if let Err(e) = host::sealed_exe::ensure(&root.join(host::sealed_exe::EMPTY_DIR)) {
             output::error_line(&format!(
                 "sandboy: cannot seal the runtime binary (CVE-2019-5736 protection): {e}"
             ));

@@ -32,6 +32,11 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// The `sandboy` binary under test: `$SANDBOY_BIN`, else the debug build.
+/// The OCI-wasm host binary, installed next to `sandboy`.
+pub fn wasm_host_bin() -> PathBuf {
+    sandboy_bin().with_file_name("sandboy-wasm")
+}
+
 pub fn sandboy_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("SANDBOY_BIN") {
         return PathBuf::from(p);
@@ -823,6 +828,7 @@ impl Drop for TestUser {
 /// share/sandboy/{adapters.toml, components/}), readable by everyone.
 pub fn mini_install(dir: &TempDir, user: &TestUser) -> PathBuf {
     let bin = user.reachable_copy(&sandboy_bin(), dir);
+    user.reachable_copy(&wasm_host_bin(), dir);
     let share = dir.path().join("share/sandboy/components");
     std::fs::create_dir_all(&share).unwrap();
     std::fs::copy(

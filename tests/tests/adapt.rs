@@ -618,6 +618,7 @@ fn adapt_works_from_an_installed_tree() {
     assert_exit(&o, 0);
     for f in [
         "bin/sandboy",
+        "bin/sandboy-wasm",
         "bin/sandboy-spec-gen",
         "share/sandboy/adapters.toml",
         "share/sandboy/components/infersharp.wasm",

@@ -258,3 +258,64 @@ fn second_start_uses_the_compile_cache() {
         .count();
     assert!(entries >= 1);
 }
+
+/// `/proc/<init>/exe` once the init has `execveat`ed `want` (the exec
+/// follows `start`; bounded by the spin's own deadline, nothing timed).
+fn exe_once_execed(pid: i64, want: &str) -> String {
+    let exe = format!("/proc/{pid}/exe");
+    for _ in 0..500 {
+        if fs::read_link(&exe).is_ok_and(|p| p.ends_with(want)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let link = fs::read_link(&exe).unwrap();
+    assert!(link.ends_with(want), "{exe} -> {}", link.display());
+    exe
+}
+
+/// CVE-2019-5736 for the wasm host: the binary the init executes is seen
+/// through a read-only filesystem (the detached overlay), so nothing can
+/// open it for writing through `/proc/<init>/exe`; a native payload's
+/// binary, on its writable rootfs, is refused by nothing of the kind.
+#[test]
+fn the_wasm_hosts_exe_is_not_writable_through_proc() {
+    if !need_root("the_wasm_hosts_exe_is_not_writable_through_proc") {
+        return;
+    }
+    let dir = wasi_bundle(
+        SPIN_P1,
+        Some(r#"{"fuel": 1000000000000000, "deadline": "30s"}"#),
+    );
+    let rt = Runtime::sandboy();
+    let id = unique_id("hostexe");
+    let _g = rt.guard(&id);
+    let b = dir.path().join("b");
+    assert_exit(
+        &rt.run(&["create", "--bundle", b.to_str().unwrap(), &id]),
+        0,
+    );
+    assert_exit(&rt.run(&["start", &id]), 0);
+    let pid = rt.state(&id)["pid"].as_i64().unwrap();
+    let exe = exe_once_execed(pid, "sandboy-wasm");
+    let err = fs::OpenOptions::new().write(true).open(&exe).unwrap_err();
+    assert_eq!(
+        err.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem,
+        "{exe}: {err}"
+    );
+
+    let native = Bundle::busybox(&["/bin/sleep", "30"]);
+    let id = unique_id("nativeexe");
+    let _g = rt.guard(&id);
+    rt.create_and_start(&native, &id);
+    let pid = rt.state(&id)["pid"].as_i64().unwrap();
+    let exe = exe_once_execed(pid, "busybox");
+    if let Err(err) = fs::OpenOptions::new().write(true).open(&exe) {
+        assert_ne!(
+            err.kind(),
+            std::io::ErrorKind::ReadOnlyFilesystem,
+            "{exe}: {err}"
+        );
+    }
+}

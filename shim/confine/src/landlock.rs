@@ -19,7 +19,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use sandboy_spec_gen::annotations::{
@@ -33,6 +33,8 @@ const KEY: &str = annotations::LANDLOCK;
 const CREATE_RULESET_VERSION: u32 = 1 << 0;
 const RULE_PATH_BENEATH: libc::c_int = 1;
 const RULE_NET_PORT: libc::c_int = 2;
+const ACCESS_FS_EXECUTE: u64 = 1 << 0;
+const ACCESS_FS_READ_FILE: u64 = 1 << 2;
 const ACCESS_NET_BIND_TCP: u64 = 1 << 0;
 const ACCESS_NET_CONNECT_TCP: u64 = 1 << 1;
 const SCOPE_ABSTRACT_UNIX_SOCKET: u64 = 1 << 0;
@@ -160,6 +162,8 @@ fn required_abi(bit: u32) -> String {
 #[derive(Debug, Clone)]
 pub struct PreparedLandlock {
     ruleset: Arc<OwnedFd>,
+    /// Filesystem rights the ruleset handles (a rule may grant only these).
+    handled_fs: u64,
     restrict_flags: u32,
     abi: i32,
 }
@@ -168,6 +172,18 @@ impl PreparedLandlock {
     /// The kernel's Landlock ABI the ruleset was built for.
     pub fn abi(&self) -> i32 {
         self.abi
+    }
+
+    /// Grants executing and reading exactly the one file `file` is open on
+    /// (an `O_PATH` fd will do): the wasm host binary the init `execve`s
+    /// after restricting itself. Nothing beneath or beside it.
+    pub fn allow_executing(&self, file: BorrowedFd<'_>) -> Result<(), ConfineError> {
+        let attr = PathBeneathAttr {
+            allowed_access: (ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE) & self.handled_fs,
+            parent_fd: file.as_raw_fd(),
+        };
+        add_rule(&self.ruleset, RULE_PATH_BENEATH, &attr)
+            .map_err(|e| ConfineError::kernel("landlock_add_rule for the wasm host binary", e))
     }
 
     /// Restricts the calling thread (and everything it executes).
@@ -407,6 +423,7 @@ pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, Confine
     };
     Ok(Some(PreparedLandlock {
         ruleset: Arc::new(ruleset),
+        handled_fs: attr.handled_access_fs,
         restrict_flags,
         abi,
     }))

@@ -123,6 +123,16 @@ impl Confinement {
         }
     }
 
+    /// Lets the confined process execute (and read) the one file `file` is
+    /// open on, when Landlock applies; see
+    /// [`PreparedLandlock::allow_executing`]. Call before [`Confinement::apply`].
+    pub fn allow_executing(&self, file: std::os::fd::BorrowedFd<'_>) -> Result<(), ConfineError> {
+        match &self.landlock {
+            Some(ll) => ll.allow_executing(file),
+            None => Ok(()),
+        }
+    }
+
     /// Whether Landlock will be applied.
     pub fn has_landlock(&self) -> bool {
         self.landlock.is_some()

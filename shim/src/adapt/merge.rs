@@ -86,7 +86,7 @@ pub fn run_all(opts: &AllOptions) -> Result<Audit> {
         }
     }
     let doc =
-        json!({"$schema": sandboy_wasm::adapter::SARIF_SCHEMA, "version": "2.1.0", "runs": runs});
+        json!({"$schema": sandboy_wasm_contract::SARIF_SCHEMA, "version": "2.1.0", "runs": runs});
     let mut out = Output::create(c.output.as_deref())?;
     serde_json::to_writer(out.file(), &doc)
         .map_err(|e| Failure::runtime(format!("adapt: writing the merged log: {e}")))?;
@@ -258,7 +258,7 @@ fn counts(log: &Value) -> (usize, usize) {
 /// invocation, provenance as far as known.
 fn failed_run(a: &Adapter, status: i32, message: &str) -> Value {
     let sha = std::fs::read(&a.component)
-        .map(|b| sandboy_wasm::cache::hex(&sandboy_wasm::cache::sha256(&b)))
+        .map(|b| sandboy_wasm_contract::digest::hex(&sandboy_wasm_contract::digest::sha256(&b)))
         .unwrap_or_default();
     json!({
         "tool": {"driver": {"name": a.tool}},

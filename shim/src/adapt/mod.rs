@@ -26,12 +26,11 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use sandboy_wasm::Limits;
+use sandboy_wasm_contract::Limits;
 
 use crate::container::Runtime;
 use crate::error::{Failure, Result};
 
-pub use confined::inner_host;
 pub use merge::run_all;
 
 /// What `sandboy adapt` was asked (everything but `--all`/`--list`).
@@ -106,7 +105,7 @@ pub fn run_one(rt: impl FnOnce() -> Result<Runtime>, opts: &AdaptOptions) -> Res
     let status = if crate::wrap::needs_runtime() {
         container::run(&rt()?, policy, &job, out.file())?
     } else {
-        confined::run(policy, &job, &limits, out.file())?
+        confined::run(policy, &job, out.file())?
     };
     if status == 0 {
         out.commit()?;
@@ -226,7 +225,7 @@ pub fn list(registry: Option<&Path>, components: Option<&Path>) -> Result<Vec<St
     ];
     for a in &reg.adapters {
         let sha = std::fs::read(&a.component)
-            .map(|b| sandboy_wasm::cache::hex(&sandboy_wasm::cache::sha256(&b)))
+            .map(|b| sandboy_wasm_contract::digest::hex(&sandboy_wasm_contract::digest::sha256(&b)))
             .unwrap_or_else(|e| format!("(missing: {e})"));
         let phases = if a.phases.is_empty() {
             "-".to_string()

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use sandboy_spec_gen::policy::Policy;
-use sandboy_wasm::Limits;
+use sandboy_wasm_contract::Limits;
 
 use crate::error::{Failure, Result};
 

@@ -16,19 +16,6 @@ use toml::Spanned;
 
 use crate::error::{Failure, Result};
 
-/// Set by `main` before the runtime re-executes itself from a sealed copy,
-/// so the installed layout is still found from the original path.
-pub const EXE_ENV: &str = "_SANDBOY_ADAPT_EXE";
-
-/// Records where this binary is (once, before any sealed re-exec).
-pub fn remember_exe() {
-    if std::env::var_os(EXE_ENV).is_none() {
-        if let Ok(exe) = std::env::current_exe() {
-            std::env::set_var(EXE_ENV, exe);
-        }
-    }
-}
-
 /// Raw file shape; unknown keys are errors (a typo must not go unnoticed).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,11 +76,9 @@ pub fn locate(registry: Option<&Path>, components: Option<&Path>) -> Result<(Pat
     {
         Some(f) => f,
         None => {
-            let exe = from_env(EXE_ENV)
-                .or_else(|| std::env::current_exe().ok())
-                .ok_or_else(|| {
-                    Failure::runtime("adapt: cannot tell where the sandboy binary is")
-                })?;
+            let exe = crate::host::sealed_exe::original().ok_or_else(|| {
+                Failure::runtime("adapt: cannot tell where the sandboy binary is")
+            })?;
             let share = exe
                 .parent()
                 .and_then(Path::parent)

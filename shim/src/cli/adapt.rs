@@ -19,38 +19,6 @@ pub fn run(global: &args::Global, rt: impl FnOnce() -> Result<Runtime>, a: Adapt
         }
         Ok(rt)
     };
-    if a.inner_host {
-        let component = a
-            .component
-            .as_deref()
-            .ok_or_else(|| Failure::usage("adapt --inner-host needs --component"))?;
-        let mut flags = Vec::new();
-        for t in &a.common.tool {
-            flags.extend(["--tool".to_string(), t.clone()]);
-        }
-        for x in &a.artifact {
-            flags.extend(["--artifact".to_string(), x.clone()]);
-        }
-        for (flag, v) in [
-            ("--stdout", &a.stdout),
-            ("--stderr", &a.stderr),
-            ("--options", &a.options),
-        ] {
-            if let Some(v) = v {
-                flags.extend([flag.to_string(), v.display().to_string()]);
-            }
-        }
-        let (code, message) = adapt::inner_host(
-            component,
-            a.cache.as_deref(),
-            a.limits.as_deref().unwrap_or("{}"),
-            &flags,
-        );
-        if let Some(m) = message {
-            output::error_line(&m);
-        }
-        return Ok(code);
-    }
     if a.list {
         for line in adapt::list(a.common.registry.as_deref(), a.common.components.as_deref())? {
             output::line(&line);

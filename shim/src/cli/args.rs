@@ -474,15 +474,6 @@ pub struct Adapt {
     /// Show the registry: tools, components, sha256, inputs, phases.
     #[arg(long)]
     pub list: bool,
-    /// Internal: run as the already confined wasm host.
-    #[arg(long, hide = true)]
-    pub inner_host: bool,
-    /// Internal: the compile cache of the confined host.
-    #[arg(long, hide = true)]
-    pub cache: Option<PathBuf>,
-    /// Internal: the confined host's limits (dev.sandboy.wasm.limits JSON).
-    #[arg(long, hide = true)]
-    pub limits: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -18,6 +18,10 @@ use crate::cgroups;
 use crate::error::{Failure, Result};
 use crate::init::executor::SandboyExecutor;
 use crate::supervisor::{self, denials, Duties, Target};
+use crate::wasm_host::{self, exec::Payload};
+use sandboy_spec_gen::annotations::WASM_LIMITS;
+use sandboy_wasm_contract::host::EXIT_REFUSED;
+use sandboy_wasm_contract::Limits;
 
 impl Runtime {
     /// Create a container: checks, then libcontainer, then cleanup on failure
@@ -280,33 +284,54 @@ impl Runtime {
         Ok(Some(dir))
     }
 
-    /// For an OCI-wasm container, compile the payload now, through the
-    /// compile cache under the state root, so that errors (imports, bad
-    /// limits, not wasm) fail `create` with the right exit code and a warm
-    /// start skips compilation. A payload that is not a plain file inside the
-    /// rootfs (e.g. on a bind mount) is prepared inside the container.
-    fn precompile_wasm(&self, bundle: &Bundle) -> Result<Option<sandboy_wasm::Prepared>> {
+    /// For an OCI-wasm container: the limits checked, the host binary
+    /// opened (protected, see `wasm_host`), and the payload validated and
+    /// compiled now by the host's `prepare`, through the compile cache under
+    /// the state root, so that errors (imports, bad limits, not wasm) fail
+    /// `create` with the right exit code and a warm start only loads. A
+    /// payload that is not a plain file inside the rootfs (e.g. on a bind
+    /// mount) is opened inside the container and compiled there by the host.
+    fn precompile_wasm(&self, bundle: &Bundle) -> Result<Option<Payload>> {
         let Some(args0) = crate::init::executor::wasm_payload(&bundle.spec) else {
             return Ok(None);
         };
-        let Ok(rootfs) = fs::canonicalize(bundle.rootfs()) else {
-            return Ok(None);
+        // A payload that cannot be prepared (not wasm, imports, bad
+        // limits) is a configuration problem of the bundle.
+        let refused = |e: &str| Failure::config(format!("wasm payload {args0}: {e}"));
+        let limits = bundle
+            .spec
+            .annotations()
+            .as_ref()
+            .and_then(|a| a.get(WASM_LIMITS).cloned())
+            .unwrap_or_else(|| "{}".into());
+        Limits::from_value(&limits).map_err(|e| refused(&e.to_string()))?;
+        let exe = wasm_host::Exe::open(&self.root.join(crate::host::sealed_exe::EMPTY_DIR))?;
+        let Some(host) = payload_in_rootfs(bundle, &args0) else {
+            return Ok(Some(Payload::new(exe, None, None, limits)));
         };
-        // Resolve symlinks, and only accept what stays inside the rootfs.
-        let Ok(host) = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))) else {
-            return Ok(None);
+        let cache = self.root.join(".wasm-cache");
+        let program = wasm_host::Program::Fd(&exe);
+        let report = match wasm_host::prepare(program, &host, Some(&cache), &limits, false)? {
+            Ok(r) => r,
+            Err(r) if r.code == EXIT_REFUSED => return Err(refused(&r.message)),
+            Err(r) => return Err(Failure::runtime(r.message)),
         };
-        if !host.starts_with(&rootfs) || !host.is_file() {
-            return Ok(None);
-        }
-        let cache = sandboy_wasm::Cache::new(self.root.join(".wasm-cache"))
-            .map_err(|e| Failure::runtime(format!("wasm compile cache: {e}")))?;
-        let annotations = bundle.spec.annotations().clone().unwrap_or_default();
-        sandboy_wasm::Prepared::prepare(&host, &annotations, Some(&cache))
-            .map(Some)
-            // A payload that cannot be prepared (not wasm, imports, bad
-            // limits) is a configuration problem of the bundle.
-            .map_err(|e| Failure::config(format!("wasm payload {args0}: {e}")))
+        // The compiled code from the cache, else the wasm bytes (then the
+        // host compiles them again inside).
+        let code = report
+            .cache_file
+            .as_deref()
+            .filter(|f| f.starts_with(&cache))
+            .unwrap_or(&host);
+        let code = fs::File::open(code).map_err(|e| {
+            Failure::runtime(format!("wasm payload {args0}: {}: {e}", code.display()))
+        })?;
+        Ok(Some(Payload::new(
+            exe,
+            Some(code),
+            Some(report.sha256),
+            limits,
+        )))
     }
 
     /// The container's supervisor, when it has duties: it outlives this
@@ -346,6 +371,14 @@ impl Runtime {
             super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
         })
     }
+}
+
+/// The payload's file in the rootfs on the host, symlinks resolved, when it
+/// is a plain file that stays inside the rootfs.
+fn payload_in_rootfs(bundle: &Bundle, args0: &str) -> Option<PathBuf> {
+    let rootfs = fs::canonicalize(bundle.rootfs()).ok()?;
+    let host = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))).ok()?;
+    (host.starts_with(&rootfs) && host.is_file()).then_some(host)
 }
 
 /// Whether anything can refuse the container's processes (Landlock rules or

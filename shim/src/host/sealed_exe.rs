@@ -14,7 +14,7 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const OVERLAYFS_SUPER_MAGIC: libc::c_long = 0x794c_7630;
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
@@ -29,6 +29,7 @@ const MOUNT_ATTR_NODEV: libc::c_uint = 0x4;
 /// at once if it already does, otherwise re-exec (this only returns on
 /// failure). `empty_dir` is where the empty overlay layer may be created.
 pub fn ensure(empty_dir: &Path) -> Result<(), String> {
+    remember();
     // Set for the re-exec only: should the overlay copy not look protected
     // after all, fall back to the memfd instead of re-executing forever.
     let attempted = std::env::var_os(REEXEC_MARK).is_some();
@@ -39,7 +40,8 @@ pub fn ensure(empty_dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     if !attempted {
-        if let Ok(exe) = overlay_exe(empty_dir) {
+        let exe = std::fs::read_link("/proc/self/exe").map_err(|e| e.to_string());
+        if let Ok(exe) = exe.and_then(|p| overlay_file(&p, empty_dir)) {
             // Only returns if the exec failed; then the memfd copy is tried.
             let _ = exec_fd(&exe);
         }
@@ -48,6 +50,60 @@ pub fn ensure(empty_dir: &Path) -> Result<(), String> {
 }
 
 const REEXEC_MARK: &str = "_SANDBOY_OVERLAY_REEXEC";
+
+/// The empty overlay layer's directory under the state root.
+pub const EMPTY_DIR: &str = ".exe-lower";
+
+/// Where the binary was before any protected re-exec (whose
+/// `/proc/self/exe` names a detached mount or a memfd): the directory its
+/// sibling binaries are found in (the wasm host, adapters' install layout).
+pub const EXE_ENV: &str = "_SANDBOY_EXE";
+
+/// Records where this binary is, for [`original`]: set by an unprotected
+/// process only (a value inherited from elsewhere is overwritten), kept by
+/// its protected re-exec.
+pub fn remember() {
+    if running_protected() {
+        return;
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        std::env::set_var(EXE_ENV, exe);
+    }
+}
+
+/// The binary's path as the caller ran it (see [`remember`]).
+pub fn original() -> Option<PathBuf> {
+    std::env::var_os(EXE_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok())
+}
+
+/// An fd of the binary `name` next to this one, protected the same way as
+/// this binary: seen through a detached read-only overlay of their
+/// directory, or else copied into a sealed memfd. `O_PATH` (overlay) or
+/// read-only (memfd); executable with `execveat(fd, "", …, AT_EMPTY_PATH)`.
+pub fn sibling(name: &str, empty_dir: &Path) -> Result<OwnedFd, String> {
+    let exe = original().ok_or("cannot tell where the sandboy binary is")?;
+    let path = exe
+        .parent()
+        .ok_or_else(|| format!("{}: no directory", exe.display()))?
+        .join(name);
+    match overlay_file(&path, empty_dir) {
+        Ok(fd) => Ok(fd),
+        Err(e) => {
+            tracing::debug!(error = %e, path = %path.display(), "no overlay for the binary; copying it into a sealed memfd");
+            let mut file =
+                std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            pentacle::SealOptions::new()
+                .close_on_exec(true)
+                .executable(true)
+                .copy_and_seal(&mut file)
+                .map(OwnedFd::from)
+                .map_err(|e| format!("{}: sealed copy: {e}", path.display()))
+        }
+    }
+}
 
 /// Running from the read-only overlay, or from a sealed memfd.
 fn running_protected() -> bool {
@@ -66,10 +122,9 @@ fn running_protected() -> bool {
     ok && fs.f_type as libc::c_long == OVERLAYFS_SUPER_MAGIC && (vfs.f_flag & libc::ST_RDONLY) != 0
 }
 
-/// An `O_PATH` fd of this binary seen through a fresh detached, read-only,
-/// lower-only overlayfs.
-fn overlay_exe(empty_dir: &Path) -> Result<OwnedFd, String> {
-    let exe = std::fs::read_link("/proc/self/exe").map_err(|e| e.to_string())?;
+/// An `O_PATH` fd of the binary `exe` seen through a fresh detached,
+/// read-only, lower-only overlayfs of its directory.
+fn overlay_file(exe: &Path, empty_dir: &Path) -> Result<OwnedFd, String> {
     let (Some(dir), Some(name)) = (exe.parent(), exe.file_name()) else {
         return Err(format!("{}: no directory", exe.display()));
     };

@@ -6,25 +6,25 @@
 
 use std::cell::RefCell;
 use std::io::Write;
-use std::path::Path;
 
 use libcontainer::workload::default::DefaultExecutor;
 use libcontainer::workload::{Executor, ExecutorError, ExecutorValidationError};
 use oci_spec::runtime::{LinuxSeccomp, Spec};
 use sandboy_confine::Confinement;
-use sandboy_wasm::Prepared;
+
+use crate::wasm_host::exec::Payload;
 
 /// Landlock, then seccomp, then the fd sweep, then the payload: `execve`
-/// for a native one, the wasmtime host (in this very process, so it is
-/// confined too) for an OCI-wasm one.
+/// for a native one, `execveat` of the wasm host binary for an OCI-wasm
+/// one (confined the same way: Landlock and seccomp survive the exec).
 #[derive(Clone)]
 pub struct SandboyExecutor {
     /// Container id, for log events.
     id: String,
     preserve_fds: u32,
-    /// OCI-wasm payload compiled by the runtime before the container was
-    /// built (through the compile cache); `None` means prepare it inside.
-    wasm: RefCell<Option<Prepared>>,
+    /// OCI-wasm payload: the host binary and the code compiled by the
+    /// runtime before the container was built (through the compile cache).
+    wasm: Option<Payload>,
     /// For `exec`: the container's own seccomp profile. libcontainer builds
     /// a tenant's spec with a fresh `linux` section that drops it, and an
     /// exec'd process must be exactly as confined as the init.
@@ -60,7 +60,7 @@ impl SandboyExecutor {
         Self {
             id: id.to_owned(),
             preserve_fds: preserve_fds.max(0) as u32,
-            wasm: RefCell::new(None),
+            wasm: None,
             inherited_seccomp: None,
             seccomp: None,
             node_seccomp: None,
@@ -102,9 +102,9 @@ impl SandboyExecutor {
         e
     }
 
-    /// Hand over a wasm payload compiled outside the container.
-    pub fn with_wasm(self, prepared: Option<Prepared>) -> Self {
-        *self.wasm.borrow_mut() = prepared;
+    /// Hand over a wasm payload prepared outside the container.
+    pub fn with_wasm(mut self, payload: Option<Payload>) -> Self {
+        self.wasm = payload;
         self
     }
 
@@ -150,14 +150,14 @@ impl Executor for SandboyExecutor {
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
         if let Some(args0) = wasm_payload(spec) {
-            if self.wasm.borrow().is_none() {
-                let annotations = spec.annotations().clone().unwrap_or_default();
-                let prepared =
-                    Prepared::prepare(Path::new(&args0), &annotations, None).map_err(|e| {
-                        ExecutorValidationError::ArgValidationError(format!("wasm: {e}"))
-                    })?;
-                *self.wasm.borrow_mut() = Some(prepared);
-            }
+            let payload = self.wasm.as_ref().ok_or_else(|| {
+                ExecutorValidationError::ArgValidationError(
+                    "wasm: an OCI-wasm payload, but no wasm host was handed to this process (exec of a wasm payload into a running container is not supported)".into(),
+                )
+            })?;
+            payload
+                .open_inside(&args0)
+                .map_err(|e| ExecutorValidationError::ArgValidationError(format!("wasm: {e}")))?;
         } else {
             DefaultExecutor {}.validate(spec)?;
         }
@@ -173,6 +173,11 @@ impl Executor for SandboyExecutor {
         let confinement = self.prepare(spec).map_err(|e| {
             ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
         })?;
+        if let Some(payload) = &self.wasm {
+            payload
+                .allow(&confinement)
+                .map_err(ExecutorValidationError::ArgValidationError)?;
+        }
         if confinement.has_notify() {
             // The agent expects the listener during create (runc installs
             // the filter there too): confine now, in the same order.
@@ -194,18 +199,23 @@ impl Executor for SandboyExecutor {
             Stage::Prepared(c) => Some(c),
             // validate always ran first in this process; preparing again
             // keeps exec fail-closed should that ever change.
-            Stage::Unprepared => Some(
-                self.prepare(spec)
-                    .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
-            ),
+            Stage::Unprepared => {
+                let c = self
+                    .prepare(spec)
+                    .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?;
+                if let Some(payload) = &self.wasm {
+                    payload.allow(&c).map_err(ExecutorError::Other)?;
+                }
+                Some(c)
+            }
         };
         match confinement {
             Some(c) => self.confine(c, spec).map_err(ExecutorError::Other)?,
             None => sandboy_confine::fds::mark_cloexec(self.preserve_fds)
                 .map_err(|e| ExecutorError::Other(format!("confinement: {e}")))?,
         }
-        match self.wasm.borrow_mut().take() {
-            Some(prepared) => std::process::exit(self.run_wasm(&prepared, spec)),
+        match &self.wasm {
+            Some(payload) => Err(ExecutorError::Other(payload.exec(&self.id, spec))),
             None => {
                 let result = DefaultExecutor {}.exec(spec);
                 if let Err(e) = &result {
@@ -238,31 +248,6 @@ impl SandboyExecutor {
             tracing::warn!(id = %self.id, error = %e, "not starting the payload");
             e
         })
-    }
-
-    /// Run the wasm payload; its exit status becomes the container's.
-    fn run_wasm(&self, prepared: &Prepared, spec: &Spec) -> i32 {
-        let process = spec.process().as_ref();
-        let args = process.and_then(|p| p.args().clone()).unwrap_or_default();
-        let env = process.and_then(|p| p.env().clone()).unwrap_or_default();
-        let cwd = process.map_or_else(|| Path::new("/").to_path_buf(), |p| p.cwd().clone());
-        let code = match prepared.run(&args, &env, &cwd) {
-            Ok(code) => code,
-            Err(e) => {
-                match e.limit() {
-                    Some(limit) => tracing::warn!(
-                        id = %self.id,
-                        limit = %limit,
-                        "wasm payload stopped by its {limit} limit: {e}"
-                    ),
-                    None => tracing::error!(id = %self.id, "wasm payload failed: {e}"),
-                }
-                let _ = writeln!(std::io::stderr(), "sandboy: {e}");
-                e.exit_code()
-            }
-        };
-        let _ = std::io::stdout().flush();
-        code
     }
 }
 
@@ -302,7 +287,7 @@ fn refused_exec(id: &str, spec: &Spec, e: &ExecutorError) {
 pub fn wasm_payload(spec: &Spec) -> Option<String> {
     let args0 = spec.process().as_ref()?.args().as_ref()?.first()?.clone();
     let annotations = spec.annotations().as_ref()?;
-    sandboy_wasm::wasm_selected(annotations, &args0).then_some(args0)
+    sandboy_wasm_contract::wasm_selected(annotations, &args0).then_some(args0)
 }
 
 /// The payload starts with an empty signal mask and default SIGPIPE: the

@@ -23,7 +23,7 @@ mod bindings {
 use bindings::exports::ownaudit::adapter::types::{NamedBlob, RawInput};
 
 /// The schema URI written into every document sandboy emits.
-pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub use sandboy_wasm_contract::SARIF_SCHEMA;
 
 /// The adapter command line: `--tool T --artifact NAME=PATH… [--stdout F]
 /// [--stderr F] [--options F]` (after `args[0]`, the component path).

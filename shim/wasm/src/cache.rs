@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::{Engine, Module};
 
@@ -44,6 +43,8 @@ pub struct Compiled {
     pub sha256: [u8; 32],
     /// Loaded from the cache rather than compiled.
     pub from_cache: bool,
+    /// The cache entry holding this code (none when it could not be written).
+    pub file: Option<PathBuf>,
 }
 
 /// Hit/miss/rejected counters (shared by clones of a [`Cache`]).
@@ -61,15 +62,7 @@ pub struct Cache {
     counters: Arc<Counters>,
 }
 
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 of `bytes`.
-pub fn sha256(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
+pub use sandboy_wasm_contract::digest::{hex, sha256};
 
 impl Cache {
     /// Opens (creating, mode 0700) the cache directory. Refuses a directory
@@ -152,7 +145,7 @@ impl Cache {
         let fp = fingerprint(engine);
         let file = self.entry_path(&sha, &fp);
         match fs::read(&file) {
-            Ok(data) => match self.validate_and_load(engine, &data, &sha, &fp, enc) {
+            Ok(data) => match self.validate_and_load(engine, &data, &sha, enc) {
                 Ok(code) => {
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(file = %file.display(), "wasm compile cache hit");
@@ -160,6 +153,7 @@ impl Cache {
                         code,
                         sha256: sha,
                         from_cache: true,
+                        file: Some(file),
                     });
                 }
                 Err(reason) => {
@@ -174,13 +168,18 @@ impl Cache {
         }
         self.counters.misses.fetch_add(1, Ordering::Relaxed);
         let code = compile(engine, wasm, enc, path)?;
-        if let Err(e) = self.store(&file, &code, &sha, &fp, enc) {
-            tracing::warn!(file = %file.display(), error = %e, "cannot write wasm cache file");
-        }
+        let stored = match self.store(&file, &code, &sha, &fp, enc) {
+            Ok(()) => Some(file),
+            Err(e) => {
+                tracing::warn!(file = %file.display(), error = %e, "cannot write wasm cache file");
+                None
+            }
+        };
         Ok(Compiled {
             code,
             sha256: sha,
             from_cache: false,
+            file: stored,
         })
     }
 
@@ -189,48 +188,12 @@ impl Cache {
         engine: &Engine,
         data: &[u8],
         sha: &[u8; 32],
-        fp: &[u8; 32],
         enc: Encoding,
     ) -> Result<Code, String> {
-        if data.len() < HEADER_LEN || &data[..8] != MAGIC {
-            return Err("bad magic or truncated header".into());
+        match load_entry(engine, data, sha)? {
+            (code, e) if e == enc => Ok(code),
+            _ => Err("kind mismatch".into()),
         }
-        if &data[8..40] != sha || &data[40..72] != fp {
-            return Err("key mismatch (different wasm bytes or engine settings)".into());
-        }
-        if data[72] != enc_byte(enc) {
-            return Err("kind mismatch".into());
-        }
-        let len = u64::from_le_bytes(data[73..81].try_into().map_err(|_| "bad length")?);
-        let payload = &data[HEADER_LEN..];
-        if payload.len() as u64 != len {
-            return Err(format!(
-                "payload is {} bytes, header says {len}",
-                payload.len()
-            ));
-        }
-        if crc32fast::hash(payload).to_le_bytes()[..] != data[81..85] {
-            return Err("payload checksum mismatch (corrupt file)".into());
-        }
-        match Engine::detect_precompiled(payload) {
-            Some(wasmtime::Precompiled::Module) if enc == Encoding::Module => {}
-            Some(wasmtime::Precompiled::Component) if enc == Encoding::Component => {}
-            _ => return Err("payload is not wasmtime code of the expected kind".into()),
-        }
-        // SAFETY: `deserialize` runs native code produced by a compiler, so the
-        // bytes must come from `serialize` of a compatible engine. This file
-        // lives in a directory only the current user can write (checked in
-        // `Cache::new`), was written by `store` below, names the exact wasm
-        // bytes and engine fingerprint in its header, and its payload matches
-        // the CRC-32 recorded there; wasmtime itself re-checks the engine
-        // compatibility and refuses with an error otherwise.
-        let code = unsafe {
-            match enc {
-                Encoding::Module => Module::deserialize(engine, payload).map(Code::Module),
-                Encoding::Component => Component::deserialize(engine, payload).map(Code::Component),
-            }
-        };
-        code.map_err(|e| format!("wasmtime refused the cached code: {e:#}"))
     }
 
     fn store(
@@ -275,6 +238,65 @@ impl Cache {
         }
         res.map_err(|e| e.to_string())
     }
+}
+
+/// Whether `data` looks like a cache entry (rather than wasm bytes).
+pub fn is_entry(data: &[u8]) -> bool {
+    data.starts_with(MAGIC)
+}
+
+/// Checks a cache entry's header against the wasm digest `sha` and this
+/// engine, then loads its code: the entry's file was opened by whoever
+/// vouches for its directory (see [`Cache::new`]), e.g. the runtime, which
+/// hands the wasm host an fd of it.
+pub fn load_entry(
+    engine: &Engine,
+    data: &[u8],
+    sha: &[u8; 32],
+) -> Result<(Code, Encoding), String> {
+    if data.len() < HEADER_LEN || &data[..8] != MAGIC {
+        return Err("bad magic or truncated header".into());
+    }
+    if &data[8..40] != sha || data[40..72] != fingerprint(engine) {
+        return Err("key mismatch (different wasm bytes or engine settings)".into());
+    }
+    let enc = match data[72] {
+        1 => Encoding::Module,
+        2 => Encoding::Component,
+        _ => return Err("kind mismatch".into()),
+    };
+    let len = u64::from_le_bytes(data[73..81].try_into().map_err(|_| "bad length")?);
+    let payload = &data[HEADER_LEN..];
+    if payload.len() as u64 != len {
+        return Err(format!(
+            "payload is {} bytes, header says {len}",
+            payload.len()
+        ));
+    }
+    if crc32fast::hash(payload).to_le_bytes()[..] != data[81..85] {
+        return Err("payload checksum mismatch (corrupt file)".into());
+    }
+    match Engine::detect_precompiled(payload) {
+        Some(wasmtime::Precompiled::Module) if enc == Encoding::Module => {}
+        Some(wasmtime::Precompiled::Component) if enc == Encoding::Component => {}
+        _ => return Err("payload is not wasmtime code of the expected kind".into()),
+    }
+    // SAFETY: `deserialize` runs native code produced by a compiler, so the
+    // bytes must come from `serialize` of a compatible engine. Entries live
+    // in a directory only their owner can write (checked in `Cache::new`;
+    // an fd handed over was opened there by that owner), were written by
+    // `Cache::store`, name the exact wasm bytes and engine fingerprint in
+    // their header, and the payload matches the CRC-32 recorded there;
+    // wasmtime itself re-checks the engine compatibility and refuses with
+    // an error otherwise.
+    let code = unsafe {
+        match enc {
+            Encoding::Module => Module::deserialize(engine, payload).map(Code::Module),
+            Encoding::Component => Component::deserialize(engine, payload).map(Code::Component),
+        }
+    };
+    code.map(|c| (c, enc))
+        .map_err(|e| format!("wasmtime refused the cached code: {e:#}"))
 }
 
 fn enc_byte(enc: Encoding) -> u8 {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::limits::LimitKind;
+use sandboy_wasm_contract::{BadLimits, LimitKind};
 
 /// Exit status for a run stopped by a limit: 128 + SIGKILL, like an OOM kill.
 pub const EXIT_LIMIT: i32 = 137;
@@ -78,6 +78,12 @@ pub enum WasmError {
     /// The compile cache directory is unusable.
     #[error("compile cache {}: {reason}", dir.display())]
     Cache { dir: PathBuf, reason: String },
+}
+
+impl From<BadLimits> for WasmError {
+    fn from(e: BadLimits) -> Self {
+        WasmError::BadLimits(e.0)
+    }
 }
 
 impl WasmError {

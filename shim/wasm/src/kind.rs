@@ -6,12 +6,7 @@
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-/// The binary encoding, from the 8-byte header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    Module,
-    Component,
-}
+pub use sandboy_wasm_contract::{encoding, Encoding};
 
 /// What a payload is and therefore how it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,16 +23,6 @@ pub enum Kind {
 pub const ADAPTER_EXPORT: &str = "ownaudit:adapter/convert@0.1.0";
 /// Prefix of the export that marks a WASI command component.
 pub const RUN_EXPORT_PREFIX: &str = "wasi:cli/run@";
-
-/// Reads the header: `\0asm` then version 1 layer 0 (module) or version
-/// 0x0d layer 1 (component).
-pub fn encoding(bytes: &[u8]) -> Option<Encoding> {
-    match bytes.get(..8)? {
-        [0, b'a', b's', b'm', 1, 0, 0, 0] => Some(Encoding::Module),
-        [0, b'a', b's', b'm', _, _, 1, 0] => Some(Encoding::Component),
-        _ => None,
-    }
-}
 
 /// Names of a component's top-level imports.
 pub fn component_imports(engine: &Engine, component: &Component) -> Vec<String> {
@@ -61,18 +46,5 @@ pub fn component_kind(engine: &Engine, component: &Component) -> Option<Kind> {
         Some(Kind::WasiCommand)
     } else {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers() {
-        assert_eq!(encoding(b"\0asm\x01\0\0\0"), Some(Encoding::Module));
-        assert_eq!(encoding(b"\0asm\x0d\0\x01\0"), Some(Encoding::Component));
-        assert_eq!(encoding(b"\x7fELF\x02\x01\x01\0"), None);
-        assert_eq!(encoding(b"\0asm"), None);
     }
 }

@@ -1,14 +1,18 @@
 //! OCI-wasm mode (SPEC §5, §6): the wasmtime host that runs a container's
-//! `process.args[0]` when it is a WebAssembly payload.
+//! `process.args[0]` when it is a WebAssembly payload. It is the library of
+//! the host binary `sandboy-wasm` (`src/main.rs`); the `sandboy` runtime
+//! never links it (only the engine-free `sandboy-wasm-contract`).
 //!
 //! * [`wasm_selected`] — do the annotations select OCI-wasm mode?
-//! * [`Prepared::prepare`] — create-time: read the file, tell its kind, refuse
-//!   adapters with imports, check WASI imports, compile (through the
-//!   [`Cache`]), decode the limits. Starts no thread, runs no guest code, so
-//!   it is safe before libcontainer clones the process.
-//! * [`Prepared::run`] — exec-time, inside the confined container: run it
-//!   under fuel, an epoch deadline and a memory cap; returns the container's
-//!   exit status. Errors map to exit codes through [`WasmError::exit_code`].
+//! * [`Prepared::prepare`] — create time (`sandboy-wasm prepare`, a child of
+//!   the runtime, outside the container): read the file, tell its kind,
+//!   refuse adapters with imports, check WASI imports, compile (through the
+//!   [`Cache`]), decode the limits. Runs no guest code.
+//! * [`Prepared::from_file`] then [`Prepared::run`] — `sandboy-wasm run`,
+//!   the container's init after it confined itself and `execve`d the host:
+//!   load the cache entry from the fd the runtime opened, run it under
+//!   fuel, an epoch deadline and a memory cap; returns the container's exit
+//!   status. Errors map to exit codes through [`WasmError::exit_code`].
 //!
 //! Payload kinds ([`Kind`]): WASI preview-1 core modules, `wasi:cli/run`
 //! components, and `ownaudit:adapter` components (zero imports; SARIF out).
@@ -20,7 +24,6 @@ pub mod error;
 pub mod guard;
 pub mod kind;
 pub mod limits;
-pub mod select;
 pub mod wasi;
 
 use std::collections::HashMap;
@@ -33,10 +36,7 @@ pub use crate::cache::{Cache, Code, Compiled};
 pub use crate::error::{WasmError, EXIT_LIMIT};
 pub use crate::kind::Kind;
 pub use crate::limits::{LimitKind, Limits};
-pub use crate::select::wasm_selected;
-
-/// Largest `.wasm` file accepted (read with a cap, never past it).
-pub const MAX_WASM_FILE: u64 = 256 << 20;
+pub use sandboy_wasm_contract::{wasm_selected, MAX_WASM_FILE};
 
 /// A validated, compiled payload ready to run. Cheap to clone (the engine
 /// and the compiled code are reference-counted).
@@ -49,6 +49,7 @@ pub struct Prepared {
     sha256: [u8; 32],
     path: PathBuf,
     from_cache: bool,
+    cache_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -81,20 +82,11 @@ impl Prepared {
         limits: Limits,
         cache: Option<&Cache>,
     ) -> Result<Prepared, WasmError> {
-        let read_err = |source| WasmError::Read {
+        let file = std::fs::File::open(path).map_err(|source| WasmError::Read {
             path: path.to_path_buf(),
             source,
-        };
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_WASM_FILE + 1).read_to_end(&mut bytes))
-            .map_err(read_err)?;
-        if bytes.len() as u64 > MAX_WASM_FILE {
-            return Err(WasmError::Unsupported {
-                path: path.to_path_buf(),
-                reason: format!("larger than {MAX_WASM_FILE} bytes"),
-            });
-        }
+        })?;
+        let bytes = read_capped(file, path)?;
         let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm {
             path: path.to_path_buf(),
         })?;
@@ -106,6 +98,7 @@ impl Prepared {
                 code: cache::compile(&engine, &bytes, encoding, path)?,
                 sha256: cache::sha256(&bytes),
                 from_cache: false,
+                file: None,
             },
         };
         tracing::debug!(
@@ -114,6 +107,56 @@ impl Prepared {
             elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
             "wasm payload compiled"
         );
+        Prepared::classify(engine, compiled, limits, path)
+    }
+
+    /// The host's side of a create-time prepare: `file` (an fd the runtime
+    /// handed over) holds either the compile-cache entry for the wasm bytes
+    /// whose digest is `sha256`, or the wasm bytes themselves (compiled
+    /// here, without a cache). Checked and classified exactly as
+    /// [`Prepared::prepare`] does.
+    pub fn from_file(
+        file: std::fs::File,
+        sha256: Option<[u8; 32]>,
+        limits: Limits,
+        path: &Path,
+    ) -> Result<Prepared, WasmError> {
+        let bytes = read_capped(file, path)?;
+        let engine = engine::new_engine()?;
+        let compiled = match sha256.filter(|_| cache::is_entry(&bytes)) {
+            Some(sha) => {
+                let (code, _) = cache::load_entry(&engine, &bytes, &sha).map_err(|reason| {
+                    WasmError::Runtime(format!("{}: compiled code: {reason}", path.display()))
+                })?;
+                Compiled {
+                    code,
+                    sha256: sha,
+                    from_cache: true,
+                    file: None,
+                }
+            }
+            None => {
+                let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm {
+                    path: path.to_path_buf(),
+                })?;
+                Compiled {
+                    code: cache::compile(&engine, &bytes, encoding, path)?,
+                    sha256: cache::sha256(&bytes),
+                    from_cache: false,
+                    file: None,
+                }
+            }
+        };
+        Prepared::classify(engine, compiled, limits, path)
+    }
+
+    /// Tells what compiled code is, refusing what sandboy does not run.
+    fn classify(
+        engine: Engine,
+        compiled: Compiled,
+        limits: Limits,
+        path: &Path,
+    ) -> Result<Prepared, WasmError> {
         let kind = match &compiled.code {
             Code::Module(m) => {
                 wasi::validate_p1(&engine, m, path)?;
@@ -156,6 +199,7 @@ impl Prepared {
             sha256: compiled.sha256,
             path: path.to_path_buf(),
             from_cache: compiled.from_cache,
+            cache_file: compiled.file,
         })
     }
 
@@ -216,8 +260,32 @@ impl Prepared {
         self.from_cache
     }
 
+    /// The compile-cache entry holding the code, if there is one.
+    pub fn cache_file(&self) -> Option<&Path> {
+        self.cache_file.as_deref()
+    }
+
     /// SHA-256 of the wasm bytes, lower-case hex.
     pub fn sha256_hex(&self) -> String {
         cache::hex(&self.sha256)
     }
+}
+
+/// The whole file, refusing one larger than [`MAX_WASM_FILE`] without
+/// reading past the cap.
+fn read_capped(file: std::fs::File, path: &Path) -> Result<Vec<u8>, WasmError> {
+    let mut bytes = Vec::new();
+    file.take(MAX_WASM_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| WasmError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_WASM_FILE {
+        return Err(WasmError::Unsupported {
+            path: path.to_path_buf(),
+            reason: format!("larger than {MAX_WASM_FILE} bytes"),
+        });
+    }
+    Ok(bytes)
 }

@@ -105,8 +105,11 @@ pub const DEFAULT_DENY: &[&str] = &[
 /// seccomp filter is loaded (Landlock is applied by the container's init
 /// right before `execve`, seccomp through `prctl`/`seccomp`), and denying
 /// them would make every container fail to start rather than confine it.
+/// `execveat` is how the init starts the OCI-wasm host (from an fd), and
+/// denying it while `execve` is allowed would confine nothing anyway.
 pub const NEVER_DENY: &[&str] = &[
     "execve",
+    "execveat",
     "landlock_add_rule",
     "landlock_create_ruleset",
     "landlock_restrict_self",
