@@ -594,6 +594,12 @@ fn concurrent_commands_on_one_container() {
             let _ = rt.run(&["resume", &id]);
             for t in exec_threads {
                 for o in t.join().unwrap() {
+                    // `kill TERM` ends the init (and `delete --force` the
+                    // container): an exec'd process then dies with its pid
+                    // namespace, and exec reports it as runc does, 128+9.
+                    if o.status.code() == Some(137) {
+                        continue;
+                    }
                     problems.extend(judge("exec", &o).map(|p| format!("round {round}: {p}")));
                 }
             }
