@@ -9,6 +9,7 @@
 //! `/proc/<pid>/exe` (CVE-2019-5736).
 
 pub mod exec;
+pub mod memo;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt as _;
