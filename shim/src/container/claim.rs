@@ -19,7 +19,9 @@
 //! `create` forks do not inherit it (with `flock` they held it for the
 //! container's whole life, and a waiting `start` would never get it). It
 //! dies with its holder, so a SIGKILLed command never leaves a stale claim;
-//! the lock file itself goes with `delete`.
+//! the lock file itself goes with `delete`. A record lock does not exclude
+//! its own process, and closing *any* fd of the file drops it: one command
+//! holds one [`IdLock`] per id at a time, and nothing else opens the file.
 //!
 //! State-root files hold the process env (secrets): they are written 0600 in
 //! 0700 directories, and atomically (temporary file + rename), so a SIGKILL

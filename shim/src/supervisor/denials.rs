@@ -351,21 +351,21 @@ fn landlock_statement(
 /// its own, so this one refuses nothing and is no refusal to report (every
 /// threaded program would otherwise show one).
 fn is_fallback(f: &Fields) -> bool {
-    let enosys = f
-        .get("code")
-        .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
-        == Some(0x0005_0000 | libc::ENOSYS as u32);
+    let enosys = seccomp_code(f) == Some(0x0005_0000 | libc::ENOSYS as u32);
     enosys && matches!(syscall_name(f).as_deref(), Some("clone3" | "openat2"))
+}
+
+/// A seccomp record's `code`: the filter's return value (action | data).
+fn seccomp_code(f: &Fields) -> Option<u32> {
+    f.get("code")
+        .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
 }
 
 /// A seccomp record → a denial. `default_deny`: sandboy's built-in list,
 /// whose entries a policy re-allows with `[syscalls] allow`.
 pub fn decode_seccomp(f: &Fields) -> Denial {
     let name = syscall_name(f).unwrap_or_else(|| "?".into());
-    let code = f
-        .get("code")
-        .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
-        .unwrap_or(0);
+    let code = seccomp_code(f).unwrap_or(0);
     let verdict = match code & 0xffff_0000 {
         0x8000_0000 | 0 => "kill",
         0x0005_0000 => "errno",

@@ -339,9 +339,7 @@ fn is_symlink(fd: &OwnedFd) -> bool {
 }
 
 fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    nix::errno::Errno::last_raw()
 }
 
 /// The call, on our fd. Through `/proc/self/fd/N`, which leads to the very
