@@ -40,6 +40,10 @@ use crate::cli::args::{Cli, Command, LogFormat};
 use crate::cli::{logging, output};
 
 fn main() {
+    // Run by a container's init as its `createContainer` hook, not by a user.
+    if std::env::args_os().next().as_deref() == Some(container::rootfs_hook::ARG0.as_ref()) {
+        container::rootfs_hook::main();
+    }
     let cli = Cli::parse();
     if cli.global.version {
         print_version();

@@ -33,17 +33,14 @@
 //!   is dropped with a warning; other policies (and realtime ones on hosts
 //!   without group budgets) are applied by libcontainer.
 //!
-//!
-//! One construct is refused instead ([`refuse_bound_dev`]): a bind mount at
-//! `/dev`. runc then leaves /dev alone; libcontainer 0.7 still writes its
-//! default symlinks (dev/kcore, dev/fd, dev/std*), device nodes and the
-//! ptmx symlink (removing the existing ptmx) into it, i.e. into the bound
-//! host directory, the host's own /dev for `/dev` rbind. It fails on the
-//! first symlink that exists (EEXIST), after changing the host's /dev.
+//! Two are taken by sandboy's own `createContainer` hook
+//! (`rootfs_hook`, which says why): a bind mount at `/dev`, and a
+//! missing `process.cwd` below a mount.
 //!
 //! And two done on the rootfs itself before the build ([`prepare_rootfs`]),
 //! both resolved inside the rootfs and skipped when a mount covers the path
-//! (what runc then makes lands on that mount, after it is mounted):
+//! (what runc then makes lands on that mount, after it is mounted; for the
+//! cwd, the hook makes it there):
 //! * a missing `process.cwd` is created, as runc does (libcontainer only
 //!   chdirs, ENOENT);
 //! * `linux.devices` outside /dev, which libcontainer refuses
@@ -64,8 +61,8 @@ use crate::error::{Failure, Result};
 
 /// Rewrites `spec` in place; true if anything changed.
 pub fn rewrite(id: &str, spec: &mut Spec, rootfs: &Path, at: &Path) -> Result<bool> {
-    refuse_bound_dev(spec, rootfs, at)?;
     let mut changed = default_mount_sources(spec);
+    changed |= super::rootfs_hook::install(spec, rootfs);
     changed |= realtime_without_budget(id, spec);
     changed |= hook_environment(spec);
     changed |= resolved_destinations(spec, rootfs);
@@ -104,27 +101,6 @@ pub fn rewrite(id: &str, spec: &mut Spec, rootfs: &Path, at: &Path) -> Result<bo
         }
     }
     Ok(changed)
-}
-
-/// A config error for a bind mount at /dev (see the module's note).
-fn refuse_bound_dev(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
-    for (i, m) in spec.mounts().iter().flatten().enumerate() {
-        let bind = m.typ().as_deref() == Some("bind")
-            || m.options()
-                .iter()
-                .flatten()
-                .any(|o| o == "bind" || o == "rbind");
-        let dest = super::mounts::resolve(rootfs, m.destination())
-            .unwrap_or_else(|_| super::mounts::normalize(m.destination()));
-        if bind && dest == Path::new("/dev") {
-            return Err(Failure::config(format!(
-                "{}: mounts[{i}]: a bind mount at /dev is not supported: libcontainer 0.7 would write its device nodes and symlinks (and replace ptmx) in the bound directory {}, where runc writes nothing; keep a tmpfs at /dev and bind the devices needed (linux.devices or binds below /dev)",
-                at.display(),
-                m.source().as_deref().unwrap_or(Path::new("")).display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// runc's default for a non-bind mount without a source: empty.
@@ -310,7 +286,7 @@ pub fn prepare_rootfs(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
         ))
     };
     let resolved = super::mounts::resolve(rootfs, cwd).map_err(err)?;
-    if !covered_by_mount(spec, &resolved) {
+    if !super::rootfs_hook::covered_by_mount(spec, &resolved) {
         mkdir_all_in(rootfs, &resolved).map_err(err)?;
     }
     for (dev, resolved) in rootfs_devices(spec, rootfs) {
@@ -323,14 +299,6 @@ pub fn prepare_rootfs(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
         })?;
     }
     Ok(())
-}
-
-/// Whether a mount's destination (other than `/`) holds `path`.
-fn covered_by_mount(spec: &Spec, path: &Path) -> bool {
-    spec.mounts().iter().flatten().any(|m| {
-        let d = super::mounts::normalize(m.destination());
-        d != Path::new("/") && path.starts_with(&d)
-    })
 }
 
 /// The devices outside /dev sandboy makes in the rootfs, each with its path
@@ -354,7 +322,8 @@ fn rootfs_devices(spec: &Spec, rootfs: &Path) -> Vec<(LinuxDevice, PathBuf)> {
         .filter(|d| !d.path().starts_with("/dev"))
         .filter_map(|d| {
             let resolved = super::mounts::resolve(rootfs, d.path()).ok()?;
-            let made = resolved.parent().is_some() && !covered_by_mount(spec, &resolved);
+            let made = resolved.parent().is_some()
+                && !super::rootfs_hook::covered_by_mount(spec, &resolved);
             made.then(|| (d.clone(), resolved))
         })
         .collect()
@@ -418,7 +387,7 @@ fn make_device(rootfs: &Path, dev: &LinuxDevice, resolved: &Path) -> std::io::Re
 /// a time without following a symlink: one swapped in since the path was
 /// resolved fails (ENOTDIR: O_PATH with O_NOFOLLOW opens the link itself)
 /// instead of leading out of the rootfs.
-fn mkdir_all_in(rootfs: &Path, path: &Path) -> std::io::Result<OwnedFd> {
+pub(super) fn mkdir_all_in(rootfs: &Path, path: &Path) -> std::io::Result<OwnedFd> {
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::PATH;
     let mut dir = rustix::fs::open(rootfs, flags, Mode::empty())?;
     for c in path.components().skip(1) {
@@ -436,6 +405,30 @@ fn mkdir_all_in(rootfs: &Path, path: &Path) -> std::io::Result<OwnedFd> {
         };
     }
     Ok(dir)
+}
+
+/// `path` (a resolved container path) below `rootfs` as a file, its
+/// parents made as [`mkdir_all_in`] makes them; an existing entry is kept.
+pub(super) fn file_in(rootfs: &Path, path: &Path) -> std::io::Result<OwnedFd> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("not a file path"));
+    };
+    let dir = mkdir_all_in(rootfs, parent)?;
+    // O_PATH: an existing device node is never opened for real.
+    let path = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(&dir, name, path, Mode::empty()) {
+        Err(rustix::io::Errno::NOENT) => {
+            let create = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+            drop(rustix::fs::openat(
+                &dir,
+                name,
+                create,
+                Mode::from_raw_mode(0o644),
+            )?);
+            Ok(rustix::fs::openat(&dir, name, path, Mode::empty())?)
+        }
+        r => Ok(r?),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,6 +22,7 @@ pub mod limits;
 pub mod loopback;
 mod mounts;
 pub mod poststop;
+pub mod rootfs_hook;
 pub mod rootless;
 mod run;
 pub mod signal;
