@@ -63,9 +63,13 @@ bench: deps components probes
 
 # 5,000 run/delete cycles and 2,000 execs into one container (SOAK_RUNS,
 # SOAK_EXECS for a shorter run): peak RSS, host fds, mounts, cgroups, zombies
-# and the state root's size at the start and the end. Nothing timed in `test`.
+# and the state root's size at the start and the end; then SIGKILL of every
+# command at SOAK_KILL_TRIALS spread moments (20 in `make test`), each
+# followed by the debris check. Nothing timed in `test`.
+SOAK_KILL_TRIALS ?= 200
 soak: build
 	SANDBOY=$(CARGO_TARGET_DIR)/debug/sandboy python3 tests/soak/soak.py
+	SANDBOY_KILL_TRIALS=$(SOAK_KILL_TRIALS) cargo test -p sandboy-tests --test reliability kill_ -- --test-threads=1 --nocapture
 
 # PREFIX (default /usr/local): binaries in $(PREFIX)/bin, the adapter
 # registry, components and policy in $(PREFIX)/share/sandboy (docs/adapt.md).

@@ -75,5 +75,9 @@ unshare -m --propagation private python3 "$repo/bench/egress.py" "$sandboy" "$sp
   "$repo/bundles/busybox.sh" "${BENCH_EGRESS_N:-20}"
 
 echo
+echo "== denial reports: run+delete with reporting vs without, 10,000 refusals/s"
+python3 "$repo/bench/denials.py" "$sandboy" "$specgen" "$repo/bundles/busybox.sh" "${BENCH_DENIALS_N:-20}"
+
+echo
 echo "== sandboy adapt: warm vs the wasm host directly, cold, unprivileged, MiB/s"
 python3 "$repo/bench/adapt.py" "$sandboy" "$repo" "${BENCH_ADAPT_N:-20}"
