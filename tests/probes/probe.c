@@ -139,6 +139,15 @@ static int raw_syscall(const char *name)
 		rc = syscall(SYS_ptrace, 0x7fffffffL /* PTRACE_?? invalid */, 0, 0, 0);
 	else if (!strcmp(name, "mount"))
 		rc = syscall(SYS_mount, "none", "/nonexistent-probe", "tmpfs", 0L, NULL);
+	else if (!strncmp(name, "mount_setattr", 13)) {
+		/* Clear MOUNT_ATTR_RDONLY (0x1) of the mount at / (or at the path
+		 * after "mount_setattr:"): a read-only mount made writable
+		 * without mount(2). */
+		struct { unsigned long long set, clr, prop, userns; } attr = { 0, 1, 0, 0 };
+		const char *at = name[13] == ':' ? name + 14 : "/";
+		rc = syscall(442 /* SYS_mount_setattr */, AT_FDCWD, at, 0, &attr, sizeof attr);
+	} else if (!strcmp(name, "fsconfig"))
+		rc = syscall(431 /* SYS_fsconfig */, -1, 6 /* FSCONFIG_CMD_CREATE */, NULL, NULL, 0);
 	else if (!strcmp(name, "umount2"))
 		rc = syscall(SYS_umount2, "/nonexistent-probe", 0);
 	else if (!strcmp(name, "unshare-user"))

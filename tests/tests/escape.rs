@@ -619,6 +619,8 @@ scope = {scope}
 const DENIED: &[&str] = &[
     "ptrace",
     "mount",
+    "mount_setattr",
+    "fsconfig",
     "umount2",
     "unshare-user",
     "unshare-mount",
@@ -1328,6 +1330,40 @@ fn rw_mount_outside_write_paths_is_read_only_metadata_included() {
     use std::os::unix::fs::PermissionsExt;
     let m = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_ne!(m(&s.outside().join("target")), 0o600);
+    assert_eq!(m(&s.work().join("file")), 0o600);
+}
+
+/// A container given CAP_SYS_ADMIN (an engine's `--cap-add SYS_ADMIN`)
+/// could clear a read-only bind's RDONLY with mount_setattr(2), which
+/// neither the `mount` deny nor Landlock sees, and then chmod the host's
+/// files the bind shows (Landlock does not handle metadata writes). The
+/// default deny list refuses mount_setattr; the write path's chmod is the
+/// allowed counterpart.
+#[test]
+fn mount_attributes_stay_with_cap_sys_admin() {
+    let t = "mount_attributes_stay_with_cap_sys_admin";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(FS_POLICY);
+    s.bundle.edit(|c| {
+        for set in c["process"]["capabilities"].as_object_mut().unwrap().values_mut() {
+            set.as_array_mut().unwrap().push("CAP_SYS_ADMIN".into());
+        }
+    });
+    let o = s.sh(
+        "/bin/probe syscall mount_setattr:/outside; /bin/probe chmod /outside/target 0777; \
+         /bin/probe chmod /work/file 0600",
+    );
+    assert_eq!(
+        text(&o.stdout).lines().collect::<Vec<_>>(),
+        ["errno=EPERM", "errno=EROFS", "ok"],
+        "{}",
+        text(&o.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let m = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(m(&s.outside().join("target")), 0o644);
     assert_eq!(m(&s.work().join("file")), 0o600);
 }
 
