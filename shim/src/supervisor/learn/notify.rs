@@ -6,13 +6,61 @@
 //! Observation, not enforcement: the caller may change its memory between
 //! our read and the kernel's, which only makes the learned policy wrong
 //! (and the confined run that follows refuse), never lets anything out.
+//!
+//! Paths are the caller's: relative ones are made absolute against its cwd
+//! or dirfd (`/proc/<pid>/cwd`, `/proc/<pid>/fd/N`, which the kernel names
+//! as the caller sees them), and whether one exists is asked in the
+//! caller's root ([`Root`]), never by following it on the host.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::sys::stat::Mode;
 use nix::unistd::Pid;
 
 use super::super::unotify::{self, read_cstr, read_mem, read_u64, Reply};
 use super::observed::{Access, Observed};
+
+/// Where the observed processes' paths live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Root {
+    /// `wrap --learn`: the command shares the host's root.
+    Host,
+    /// A container: paths are looked up under the caller's own root
+    /// (`/proc/<pid>/root`, with `RESOLVE_IN_ROOT`, so an absolute symlink
+    /// inside stays inside).
+    Caller,
+}
+
+impl Root {
+    /// Whether `path` (absolute, as the caller sees it) exists for `pid`.
+    pub fn exists(self, pid: Pid, path: &str) -> bool {
+        match self {
+            Root::Host => std::path::Path::new(path).exists(),
+            Root::Caller => exists_in_root(pid, path),
+        }
+    }
+}
+
+/// `path` looked up beneath `pid`'s root, symlinks resolved as if that
+/// root were `/`, magic links (`/proc/self/exe`, …) not followed out.
+fn exists_in_root(pid: Pid, path: &str) -> bool {
+    let Ok(root) = std::fs::File::open(format!("/proc/{pid}/root")) else {
+        return false;
+    };
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .mode(Mode::empty())
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let rel = path.trim_start_matches('/');
+    let rel = if rel.is_empty() { "." } else { rel };
+    match nix::fcntl::openat2(root.as_raw_fd(), rel, how) {
+        // SAFETY: openat2 returned a new fd, owned once here and closed.
+        Ok(fd) => drop(unsafe { OwnedFd::from_raw_fd(fd) }),
+        Err(_) => return false,
+    }
+    true
+}
 
 /// The syscalls whose paths and ports make up a policy.
 const WATCHED: &[&str] = &[
@@ -46,29 +94,43 @@ pub fn filter() -> Result<sandboy_confine::CompiledSeccomp, String> {
     unotify::filter(WATCHED)
 }
 
+/// [`filter`]'s profile, for a container's spec.
+pub fn profile() -> Result<oci_spec::runtime::LinuxSeccomp, String> {
+    unotify::profile(WATCHED)
+}
+
 /// Serve notifications until no filtered process is left (the listener
-/// hangs up), recording what each call touches.
-pub fn serve(listener: &OwnedFd, seen: &mut Observed) {
+/// hangs up), recording what each call touches; `seen` is locked per call
+/// (a container's supervisor reads it from another thread).
+pub fn serve(listener: &OwnedFd, root: Root, seen: &std::sync::Mutex<Observed>) {
     unotify::serve(listener, |req| {
-        if let Some(access) = decode(req) {
-            seen.add(access);
+        if let Some(access) = decode(req, root) {
+            let pid = Pid::from_raw(req.pid as i32);
+            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            // Whether a path exists is asked at the end for the host; a
+            // container's root is gone by then, so it is asked now.
+            seen.add(access, |p| root == Root::Caller && root.exists(pid, p));
         }
         Reply::Continue
     });
 }
 
 /// The access a notified call makes, from its number and arguments.
-fn decode(req: &libc::seccomp_notif) -> Option<Access> {
+fn decode(req: &libc::seccomp_notif, root: Root) -> Option<Access> {
     let pid = Pid::from_raw(req.pid as i32);
+    let open = |path: String, flags: i32| {
+        let exists = root.exists(pid, &path);
+        Access::open(path, flags, exists)
+    };
     let a = req.data.args;
     let nr = i64::from(req.data.nr);
     let path = |dirfd: u64, addr: u64| resolve(pid, dirfd as i32, &read_cstr(pid, addr)?);
     let cwd = libc::AT_FDCWD as u64;
     Some(match nr {
-        libc::SYS_open => Access::open(path(cwd, a[0])?, a[1] as i32),
-        libc::SYS_creat => Access::open(path(cwd, a[0])?, libc::O_CREAT | libc::O_WRONLY),
-        libc::SYS_openat => Access::open(path(a[0], a[1])?, a[2] as i32),
-        libc::SYS_openat2 => Access::open(path(a[0], a[1])?, read_u64(pid, a[2])? as i32),
+        libc::SYS_open => open(path(cwd, a[0])?, a[1] as i32),
+        libc::SYS_creat => open(path(cwd, a[0])?, libc::O_CREAT | libc::O_WRONLY),
+        libc::SYS_openat => open(path(a[0], a[1])?, a[2] as i32),
+        libc::SYS_openat2 => open(path(a[0], a[1])?, read_u64(pid, a[2])? as i32),
         libc::SYS_execve => Access::Exec(path(cwd, a[0])?),
         libc::SYS_execveat => Access::Exec(path(a[0], a[1])?),
         libc::SYS_truncate => Access::Write(path(cwd, a[0])?),
@@ -97,8 +159,8 @@ fn decode(req: &libc::seccomp_notif) -> Option<Access> {
     })
 }
 
-/// `path` made absolute against `dirfd` (or the caller's cwd) and
-/// normalized lexically.
+/// `path` made absolute against `dirfd` (or the caller's cwd), as the
+/// caller sees them, and normalized lexically.
 fn resolve(pid: Pid, dirfd: i32, path: &str) -> Option<String> {
     let joined = if path.starts_with('/') {
         path.to_owned()
