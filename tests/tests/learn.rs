@@ -119,9 +119,10 @@ fn learned_policy_runs_the_build_and_refuses_what_is_new() {
 }
 
 /// The script a learning container runs: a read, a directory made and a
-/// file written in a writable directory, an exec by path (not a busybox
-/// applet of the shell), and the file read back.
-const SCRIPT: &str = "read u < /etc/passwd && mkdir /out/sub && echo hi > /out/sub/f && /bin/cat /out/sub/f && echo \"user $u\" | /bin/cut -c1-9";
+/// file written in a writable directory (by relative paths: resolved
+/// against the container's cwd), execs by path (not busybox applets of the
+/// shell), and the file read back.
+const SCRIPT: &str = "read u < /etc/passwd && cd /out && mkdir sub && echo hi > sub/f && /bin/cat sub/f && echo \"user $u\" | /bin/cut -c1-9";
 
 /// The base policy `run --learn` extends: what the container is, no file
 /// access at all.

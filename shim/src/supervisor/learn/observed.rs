@@ -273,4 +273,39 @@ mod tests {
         assert!(text.starts_with("# learned\nversion = 1"), "{text}");
         assert!(text.contains("default_deny = true"), "{text}");
     }
+
+    /// A container's policy: existence as recorded at the call (its root
+    /// is gone at the end), masked paths never granted, no read entry
+    /// below a write entry.
+    #[test]
+    fn container_paths_existence_hidden_and_reads_under_writes() {
+        let mut o = Observed::default();
+        let present = ["/etc/passwd", "/out", "/out/f", "/secret/key", "/bin/sh"];
+        let exists = |p: &str| present.contains(&p);
+        o.add(Access::Read("/etc/passwd".into()), exists);
+        o.add(Access::Read("/etc/missing".into()), exists);
+        o.add(Access::Change("/out/f".into()), exists);
+        o.add(Access::Read("/out/f".into()), exists);
+        o.add(Access::Read("/secret/key".into()), exists);
+        o.add(Access::Exec("/bin/sh".into()), exists);
+        assert!(o.existed("/out") && !o.existed("/etc/missing"));
+        let hidden = ["/secret".to_owned()];
+        let (edits, notes) = o.edits(0, &hidden, &|p| o.existed(p));
+        let path = |list, p: &str| Edit::Path {
+            list,
+            path: p.into(),
+        };
+        assert_eq!(
+            edits,
+            [
+                path("read", "/etc/passwd"),
+                path("write", "/out"),
+                path("exec", "/bin/sh"),
+            ]
+        );
+        assert!(
+            notes.iter().any(|n| n.contains("/secret/key")),
+            "{notes:?}"
+        );
+    }
 }
