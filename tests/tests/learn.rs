@@ -7,6 +7,7 @@
 //! and run confined, and a read it never made refused and reported.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -293,6 +294,35 @@ fn run_learn_bad_input_is_refused_and_leaves_nothing() {
         &id,
     ]);
     assert_exit_stderr(&o, 2, "bad.toml:3:");
+    // A node that applies a policy to every container: learning would
+    // bypass it, so it is refused.
+    let node = TempDir::new("learn-node");
+    let policies = node.path().join("policies");
+    fs::create_dir_all(&policies).unwrap();
+    for d in [node.path(), policies.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::write(policies.join("gate.toml"), BASE).unwrap();
+    let config = node.path().join("config.toml");
+    fs::write(
+        &config,
+        format!(
+            "policy_dir = \"{}\"\ndefault_policy = \"gate\"\n",
+            policies.display()
+        ),
+    )
+    .unwrap();
+    let o = rt.run(&[
+        "--config",
+        config.to_str().unwrap(),
+        "run",
+        "--learn",
+        out,
+        "--bundle",
+        bundle,
+        &id,
+    ]);
+    assert_exit_stderr(&o, 2, "applies a policy to every container");
     assert!(!Path::new(out).exists());
     assert!(!rt.root.path().join(&id).exists(), "state left behind");
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());

@@ -303,9 +303,6 @@ mod tests {
                 path("exec", "/bin/sh"),
             ]
         );
-        assert!(
-            notes.iter().any(|n| n.contains("/secret/key")),
-            "{notes:?}"
-        );
+        assert!(notes.iter().any(|n| n.contains("/secret/key")), "{notes:?}");
     }
 }
