@@ -327,3 +327,55 @@ fn run_learn_bad_input_is_refused_and_leaves_nothing() {
     assert!(!rt.root.path().join(&id).exists(), "state left behind");
     assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
 }
+
+/// A process exec'd into a container being learned would have no watcher:
+/// refused with the reason (exit 1); the container killed, the policy of
+/// what it did until then is still written.
+#[test]
+fn run_learn_refuses_exec_and_writes_the_policy_of_a_killed_container() {
+    let test = "run_learn_refuses_exec_and_writes_the_policy_of_a_killed_container";
+    if !ready(test) {
+        return;
+    }
+    let host = TempDir::new("learn-exec");
+    let base = host.path().join("base.toml");
+    fs::write(
+        &base,
+        format!(
+            "{BASE}{}",
+            process("read h < /etc/hostname; exec /bin/sleep 60")
+        ),
+    )
+    .unwrap();
+    let b = bundle_from(&base);
+    let out = host.path().join("learned.toml");
+    let rt = Runtime::sandboy();
+    let id = unique_id("learn-exec");
+    let _g = rt.guard(&id);
+    let mut run = rt
+        .cmd()
+        .args(["run", "--learn", out.to_str().unwrap()])
+        .args(["--bundle", b.path().to_str().unwrap(), &id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    rt.wait_status(&id, "running");
+    let o = rt.run(&["exec", &id, "/bin/true"]);
+    assert_exit_stderr(&o, 1, "is being learned (run --learn)");
+    assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(137));
+    let policy = fs::read_to_string(&out).expect("the learned policy");
+    assert!(
+        policy.lines().any(|l| l == r#"read = ["/etc/hostname"]"#),
+        "{policy}"
+    );
+    assert!(
+        policy
+            .lines()
+            .any(|l| l == r#"exec = ["/bin/sh", "/bin/sleep"]"#),
+        "{policy}"
+    );
+}

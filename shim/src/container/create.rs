@@ -402,6 +402,12 @@ impl Runtime {
         if duties.is_empty() {
             return Ok(());
         }
+        if duties.learn.is_some() {
+            claim::write_private(
+                &state_dir.join(crate::supervisor::learn::LEARNING_FILE),
+                b"",
+            )?;
+        }
         let target = Target {
             id: c.id().to_owned(),
             state_dir,

@@ -134,6 +134,9 @@ pub fn quoted(command: &[String]) -> String {
 /// Marker the supervisor leaves in the state directory once the learned
 /// policy is written (empty), or the reason it is not (its text).
 pub const RESULT_FILE: &str = "learned";
+/// Marker of a container being learned, in its state directory (an exec
+/// into it is refused: its filter's listener would have no watcher).
+pub const LEARNING_FILE: &str = "learning";
 
 /// Learning a container: where its listener arrives and what to write.
 pub struct Duty {
