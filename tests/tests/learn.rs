@@ -119,11 +119,12 @@ fn learned_policy_runs_the_build_and_refuses_what_is_new() {
     assert!(!out.exists());
 }
 
-/// The script a learning container runs: a read, a directory made and a
-/// file written in a writable directory (by relative paths: resolved
-/// against the container's cwd), execs by path (not busybox applets of the
+/// The script a learning container runs: a read, a directory made (`-p`:
+/// a mkdir of the existing /out first, which needs no rule) and a file
+/// written in a writable directory (by relative paths: resolved against
+/// the container's cwd), execs by path (not busybox applets of the
 /// shell), and the file read back.
-const SCRIPT: &str = "read u < /etc/passwd && cd /out && mkdir sub && echo hi > sub/f && /bin/cat sub/f && echo \"user $u\" | /bin/cut -c1-9";
+const SCRIPT: &str = "read u < /etc/passwd && cd /out && mkdir -p /out/sub && echo hi > sub/f && /bin/cat sub/f && echo \"user $u\" | /bin/cut -c1-9";
 
 /// The base policy `run --learn` extends: what the container is, no file
 /// access at all.
@@ -189,6 +190,11 @@ fn run_learn_writes_a_policy_the_container_passes_and_refuses_what_is_new() {
     );
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout), "hi\nuser root\n");
+    assert!(
+        !text(&o.stderr).contains("protected path"),
+        "mkdir of an existing directory learned: {}",
+        text(&o.stderr)
+    );
     assert!(!rt.root.path().join(&id).exists(), "state left after run");
     let learned = host.path().join("learned.toml");
     let policy = fs::read_to_string(&learned).expect("the learned policy");

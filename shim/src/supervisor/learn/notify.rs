@@ -37,19 +37,28 @@ impl Root {
     pub fn exists(self, pid: Pid, path: &str) -> bool {
         match self {
             Root::Host => std::path::Path::new(path).exists(),
-            Root::Caller => exists_in_root(pid, path),
+            Root::Caller => exists_in_root(pid, path, OFlag::empty()),
+        }
+    }
+
+    /// [`Root::exists`] of the entry itself: a last component that is a
+    /// symlink is not followed (a dangling one exists).
+    pub fn entry_exists(self, pid: Pid, path: &str) -> bool {
+        match self {
+            Root::Host => std::path::Path::new(path).symlink_metadata().is_ok(),
+            Root::Caller => exists_in_root(pid, path, OFlag::O_NOFOLLOW),
         }
     }
 }
 
 /// `path` looked up beneath `pid`'s root, symlinks resolved as if that
 /// root were `/`, magic links (`/proc/self/exe`, …) not followed out.
-fn exists_in_root(pid: Pid, path: &str) -> bool {
+fn exists_in_root(pid: Pid, path: &str, flags: OFlag) -> bool {
     let Ok(root) = std::fs::File::open(format!("/proc/{pid}/root")) else {
         return false;
     };
     let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | flags)
         .mode(Mode::empty())
         .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
     let rel = path.trim_start_matches('/');
@@ -122,6 +131,10 @@ fn decode(req: &libc::seccomp_notif, root: Root) -> Option<Access> {
         let exists = root.exists(pid, &path);
         Access::open(path, flags, exists)
     };
+    // The kernel answers EEXIST (making) or ENOENT (removing) before any
+    // Landlock check: such a call needs no rule (`mkdir -p` of /usr).
+    let made = |p: String| (!root.entry_exists(pid, &p)).then_some(Access::Change(p));
+    let removed = |p: String| root.entry_exists(pid, &p).then_some(Access::Change(p));
     let a = req.data.args;
     let nr = i64::from(req.data.nr);
     let path = |dirfd: u64, addr: u64| resolve(pid, dirfd as i32, &read_cstr(pid, addr)?);
@@ -134,18 +147,16 @@ fn decode(req: &libc::seccomp_notif, root: Root) -> Option<Access> {
         libc::SYS_execve => Access::Exec(path(cwd, a[0])?),
         libc::SYS_execveat => Access::Exec(path(a[0], a[1])?),
         libc::SYS_truncate => Access::Write(path(cwd, a[0])?),
-        libc::SYS_unlink | libc::SYS_rmdir | libc::SYS_mkdir | libc::SYS_mknod => {
-            Access::Change(path(cwd, a[0])?)
-        }
-        libc::SYS_unlinkat | libc::SYS_mkdirat | libc::SYS_mknodat => {
-            Access::Change(path(a[0], a[1])?)
-        }
+        libc::SYS_mkdir | libc::SYS_mknod => made(path(cwd, a[0])?)?,
+        libc::SYS_mkdirat | libc::SYS_mknodat => made(path(a[0], a[1])?)?,
+        libc::SYS_unlink | libc::SYS_rmdir => removed(path(cwd, a[0])?)?,
+        libc::SYS_unlinkat => removed(path(a[0], a[1])?)?,
         libc::SYS_rename | libc::SYS_link => Access::Move(path(cwd, a[0])?, path(cwd, a[1])?),
         libc::SYS_renameat | libc::SYS_renameat2 | libc::SYS_linkat => {
             Access::Move(path(a[0], a[1])?, path(a[2], a[3])?)
         }
-        libc::SYS_symlink => Access::Change(path(cwd, a[1])?),
-        libc::SYS_symlinkat => Access::Change(path(a[1], a[2])?),
+        libc::SYS_symlink => made(path(cwd, a[1])?)?,
+        libc::SYS_symlinkat => made(path(a[1], a[2])?)?,
         libc::SYS_connect | libc::SYS_bind => {
             let port = read_port(pid, a[1], a[2])?;
             let udp = socket_type(pid, a[0] as i32) == Some(libc::SOCK_DGRAM);
