@@ -191,9 +191,7 @@ impl Runtime {
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
                 claim::narrow_modes(&self.dir(id));
-                let learn = learning
-                    .zip(learn_socket)
-                    .map(|(p, socket)| p.duty(opts.learn.as_ref().expect("learning"), socket));
+                let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
                 let supervised =
                     confined.and_then(|()| self.supervise(&container, &bundle, detach, learn));
                 if let Err(e) = supervised {

@@ -23,6 +23,7 @@ pub struct Learning {
 
 /// A learning container's set-up, made before anything exists.
 pub struct Prepared {
+    learn: Learn,
     base: Option<String>,
     origin: Origin,
 }
@@ -56,6 +57,7 @@ pub fn observe(l: &Learning, bundle: &mut Bundle, node_policy: bool) -> Result<P
         .and_then(|p| p.args().clone())
         .unwrap_or_default();
     Ok(Prepared {
+        learn: l.learn.clone(),
         base,
         origin: Origin {
             how: "sandboy run --learn",
@@ -73,9 +75,9 @@ pub fn observe(l: &Learning, bundle: &mut Bundle, node_policy: bool) -> Result<P
 
 impl Prepared {
     /// The supervisor's duty, with its end of the listener's socket.
-    pub fn duty(self, l: &Learning, socket: OwnedFd) -> learn::Duty {
+    pub fn duty(self, socket: OwnedFd) -> learn::Duty {
         learn::Duty {
-            learn: l.learn.clone(),
+            learn: self.learn,
             base: self.base,
             origin: self.origin,
             socket,
