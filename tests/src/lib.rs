@@ -7,6 +7,7 @@
 //! `make test` reports the count; it never passes silently.
 
 pub mod adapters;
+pub mod audit;
 pub mod egress;
 
 use std::fs;

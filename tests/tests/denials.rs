@@ -3,97 +3,23 @@
 //! the per-container supervisor into `denials.jsonl`, `run --report`,
 //! `events` and `run`'s summary line.
 //!
-//! Kernel auditing is a node-wide switch: every test takes [`AUDIT`], sets
-//! the state it needs through sandboy's operator switch (`--audit=enable`)
-//! or directly, and restores the state it found (read with `AUDIT_GET`).
+//! Kernel auditing is a node-wide switch: every test takes the harness's
+//! [`AuditState`], sets the state it needs through sandboy's operator switch
+//! (`--audit=enable`) or directly, and restores the state it found.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use sandboy_tests::audit::{self, AuditState};
 use sandboy_tests::*;
-
-// ---------------------------------------------------------------------------
-// The kernel's audit switch (NETLINK_AUDIT, AUDIT_GET / AUDIT_SET)
-
-static AUDIT: Mutex<()> = Mutex::new(());
-
-fn netlink(kind: u16, payload: &[u8]) -> Vec<u8> {
-    // SAFETY: socket/bind/send/recv on an fd owned here and closed below;
-    // every buffer outlives its call.
-    unsafe {
-        let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_AUDIT);
-        assert!(fd >= 0, "socket(NETLINK_AUDIT)");
-        let mut msg = Vec::new();
-        msg.extend_from_slice(&(16 + payload.len() as u32).to_ne_bytes());
-        msg.extend_from_slice(&kind.to_ne_bytes());
-        // NLM_F_REQUEST, and NLM_F_ACK for a SET (a GET's answer is the reply).
-        let flags: u16 = if kind == 1001 { 5 } else { 1 };
-        msg.extend_from_slice(&flags.to_ne_bytes());
-        msg.extend_from_slice(&[0u8; 8]);
-        msg.extend_from_slice(payload);
-        assert!(libc::send(fd, msg.as_ptr().cast(), msg.len(), 0) > 0);
-        let mut buf = vec![0u8; 8192];
-        loop {
-            let n = libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
-            assert!(n >= 16);
-            let t = u16::from_ne_bytes([buf[4], buf[5]]);
-            if (t == kind && kind == 1000) || (t == 2 && kind != 1000) {
-                libc::close(fd);
-                return buf[16..n as usize].to_vec();
-            }
-        }
-    }
-}
-
-/// `audit_status.enabled`.
-fn audit_enabled() -> u32 {
-    let body = netlink(1000, &[]);
-    u32::from_ne_bytes(body[4..8].try_into().unwrap())
-}
-
-fn set_audit(enabled: u32) {
-    let mut st = [0u8; 40];
-    st[0..4].copy_from_slice(&1u32.to_ne_bytes());
-    st[4..8].copy_from_slice(&enabled.to_ne_bytes());
-    netlink(1001, &st);
-}
-
-/// Holds the switch; puts back the state it found on drop.
-struct AuditState {
-    before: u32,
-    _lock: MutexGuard<'static, ()>,
-}
 
 /// [`ready`], then the audit switch taken ([`AuditState::take`]) for the
 /// test's lifetime; `None` after the recorded skip.
 fn ready_with_audit(test: &str, enabled: Option<u32>) -> Option<AuditState> {
     ready(test).then(|| AuditState::take(enabled))
-}
-
-impl AuditState {
-    fn take(enabled: Option<u32>) -> Self {
-        let lock = AUDIT.lock().unwrap_or_else(|e| e.into_inner());
-        let before = audit_enabled();
-        if let Some(e) = enabled {
-            set_audit(e);
-        }
-        AuditState {
-            before,
-            _lock: lock,
-        }
-    }
-}
-
-impl Drop for AuditState {
-    fn drop(&mut self) {
-        if audit_enabled() != self.before {
-            set_audit(self.before);
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -479,7 +405,7 @@ fn with_audit_off_and_not_allowed_one_warning_and_the_container_runs() {
         .collect();
     assert_eq!(warns.len(), 1, "{stderr}");
     assert!(warns[0].contains("--audit=enable"), "{}", warns[0]);
-    assert_eq!(audit_enabled(), 0, "if-enabled never switches audit on");
+    assert_eq!(audit::enabled(), 0, "if-enabled never switches audit on");
     // --audit=off: no warning, no report, still runs.
     let (code, lines, stderr) = c.run(&["--audit=off"], &["/bin/probe", "read", "/bin/busybox"]);
     assert_eq!(code, 0, "{stderr}");
@@ -725,7 +651,7 @@ fn the_node_config_audit_key_is_the_default_and_the_flag_overrides_it() {
         one("read", "/data/f", r#"add "/data/f" to [fs] read"#),
         "{stderr}"
     );
-    assert_eq!(audit_enabled(), 1, "audit = \"enable\" switches audit on");
+    assert_eq!(audit::enabled(), 1, "audit = \"enable\" switches audit on");
 
     // audit = "off": no report and no warning, although audit is now on.
     let (code, lines, stderr) = c.run(&["--config", &off], &["/bin/probe", "read", "/data/f"]);

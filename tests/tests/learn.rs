@@ -1,10 +1,16 @@
-//! `sandboy wrap --learn`: a real multi-step build (make → cc → cc1, as,
-//! collect2/ld, and a shell) run observed by an ordinary user the test
-//! creates, the policy it writes, and that policy enforced: the same build
-//! passes confined, and the build with one new read added is refused.
+//! Learn mode (issue 16). `sandboy wrap --learn`: a real multi-step build
+//! (make → cc → cc1, as, collect2/ld, and a shell) run observed by an
+//! ordinary user the test creates, the policy it writes, and that policy
+//! enforced: the same build passes confined, and the build with one new
+//! read added is refused. `sandboy run --learn`: a busybox container's
+//! script learned the same way, its policy rendered by `sandboy-spec-gen`
+//! and run confined, and a read it never made refused and reported.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use sandboy_tests::*;
 
@@ -111,4 +117,271 @@ fn learned_policy_runs_the_build_and_refuses_what_is_new() {
     ]);
     assert_exit_stderr(&o, 2, "bad.toml:3:");
     assert!(!out.exists());
+}
+
+/// The script a learning container runs: a read, a directory made (`-p`:
+/// a mkdir of the existing /out first, which needs no rule) and a file
+/// written in a writable directory (by relative paths: resolved against
+/// the container's cwd), execs by path (not busybox applets of the
+/// shell), and the file read back.
+const SCRIPT: &str = "read u < /etc/passwd && cd /out && mkdir -p /out/sub && echo hi > sub/f && /bin/cat sub/f && echo \"user $u\" | /bin/cut -c1-9";
+
+/// The base policy `run --learn` extends: what the container is, no file
+/// access at all.
+const BASE: &str = r#"version = 1
+name = "learn-run"
+[net]
+namespace = "none"
+[syscalls]
+default_deny = true
+"#;
+
+fn process(script: &str) -> String {
+    format!("[process]\nargs = [\"/bin/sh\", \"-c\", {script:?}]\ncwd = \"/\"\n")
+}
+
+/// A busybox bundle rendered from `policy` with a writable rootfs, holding
+/// /out (empty) and /srv/secret (outside anything the script touches).
+fn bundle_from(policy: &Path) -> Bundle {
+    let b = Bundle::busybox(&["/bin/true"]);
+    fs::create_dir_all(b.rootfs().join("out")).unwrap();
+    fs::create_dir_all(b.rootfs().join("srv")).unwrap();
+    fs::write(b.rootfs().join("srv/secret"), "not learned\n").unwrap();
+    b.generate(policy);
+    b.edit(|c| c["root"]["readonly"] = false.into());
+    b
+}
+
+/// Root and busybox-static, or the recorded skip.
+fn ready(test: &str) -> bool {
+    if !need_root(test) {
+        return false;
+    }
+    if !Path::new("/bin/busybox").is_file() {
+        skip(test, "busybox-static is not installed");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn run_learn_writes_a_policy_the_container_passes_and_refuses_what_is_new() {
+    let test = "run_learn_writes_a_policy_the_container_passes_and_refuses_what_is_new";
+    if !ready(test) {
+        return;
+    }
+    let host = TempDir::new("learn-run");
+    let base = host.path().join("base.toml");
+    fs::write(&base, format!("{BASE}{}", process(SCRIPT))).unwrap();
+    let learning = bundle_from(&base);
+    let rt = Runtime::sandboy();
+
+    // Observed: the script runs (no rule of the base policy allows any of
+    // it) and the policy is written, to a path relative to the caller.
+    let id = unique_id("learn-run");
+    let _g = rt.guard(&id);
+    let o = output_timeout(
+        rt.cmd()
+            .current_dir(host.path())
+            .args(["run", "--learn", "learned.toml", "--policy"])
+            .arg(&base)
+            .args(["--bundle", learning.path().to_str().unwrap(), &id]),
+        Duration::from_secs(90),
+    );
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "hi\nuser root\n");
+    assert!(
+        !text(&o.stderr).contains("protected path"),
+        "mkdir of an existing directory learned: {}",
+        text(&o.stderr)
+    );
+    assert!(!rt.root.path().join(&id).exists(), "state left after run");
+    let learned = host.path().join("learned.toml");
+    let policy = fs::read_to_string(&learned).expect("the learned policy");
+    assert!(
+        policy.starts_with("# Learned by `sandboy run --learn` at "),
+        "{policy}"
+    );
+    assert!(policy.contains("(as the container sees them)"), "{policy}");
+    assert!(policy.contains("name = \"learn-run\""), "{policy}");
+    assert!(policy.contains("default_deny = true"), "{policy}");
+    // Container paths, each list exactly what the script touched: no
+    // read under a write entry, no host path, nothing protected.
+    for line in [
+        r#"read = ["/etc/passwd"]"#,
+        r#"write = ["/out"]"#,
+        r#"exec = ["/bin/cat", "/bin/cut", "/bin/sh"]"#,
+    ] {
+        assert!(
+            policy.lines().any(|l| l == line),
+            "no {line:?} in\n{policy}"
+        );
+    }
+    assert_exit(
+        &capture(Command::new(spec_gen_bin()).arg("check").arg(&learned)),
+        0,
+    );
+
+    // Confined by what was learned (rendered by sandboy-spec-gen): the
+    // same script passes.
+    let confined = |script: &str| {
+        let b = bundle_from(&learned);
+        b.edit(|c| c["process"]["args"] = serde_json::json!(["/bin/sh", "-c", script]));
+        let id = unique_id("learned");
+        let _g = rt.guard(&id);
+        let report = host.path().join(format!("{id}.jsonl"));
+        let o = output_timeout(
+            rt.cmd()
+                .args(["run", "--report", report.to_str().unwrap()])
+                .args(["--bundle", b.path().to_str().unwrap(), &id]),
+            Duration::from_secs(90),
+        );
+        remove_cgroup_tree(&format!("sandboy/{id}"));
+        let lines: Vec<serde_json::Value> = fs::read_to_string(&report)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (o, lines)
+    };
+    let _audit = sandboy_tests::audit::AuditState::take(Some(1));
+    let (o, lines) = confined(SCRIPT);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "hi\nuser root\n");
+    assert_eq!(lines, Vec::<serde_json::Value>::new(), "refusals");
+
+    // The same script plus a read of a path it never read: refused
+    // (EACCES from Landlock) and reported, the rest as before.
+    let (o, lines) = confined(&format!("{SCRIPT}; cat /srv/secret"));
+    assert_exit(&o, 1);
+    assert_eq!(text(&o.stdout), "hi\nuser root\n");
+    assert_stderr_contains(&o, "can't open '/srv/secret': Permission denied");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["kind"], "read");
+    assert_eq!(lines[0]["target"], "/srv/secret");
+    assert_eq!(lines[0]["allow"], r#"add "/srv/secret" to [fs] read"#);
+}
+
+#[test]
+fn run_learn_bad_input_is_refused_and_leaves_nothing() {
+    let test = "run_learn_bad_input_is_refused_and_leaves_nothing";
+    if !ready(test) {
+        return;
+    }
+    let host = TempDir::new("learn-bad");
+    let base = host.path().join("base.toml");
+    fs::write(&base, format!("{BASE}{}", process("true"))).unwrap();
+    let b = bundle_from(&base);
+    let bundle = b.path().to_str().unwrap();
+    let out = host.path().join("never.toml");
+    let out = out.to_str().unwrap();
+    let rt = Runtime::sandboy();
+    let id = unique_id("learn-bad");
+    let _g = rt.guard(&id);
+
+    // Detached: nobody would be there to see the policy written.
+    let o = rt.run(&["run", "--detach", "--learn", out, "--bundle", bundle, &id]);
+    assert_exit_stderr(&o, 2, "--learn");
+    assert_stderr_contains(&o, "--detach");
+    // create: learning is `run`'s.
+    let o = rt.run(&["create", "--learn", out, "--bundle", bundle, &id]);
+    assert_exit_stderr(&o, 2, "use `sandboy run --learn OUT.toml");
+    // A base policy with an error: located, exit 2, nothing created.
+    let bad = host.path().join("bad.toml");
+    fs::write(&bad, "version = 1\n[fs]\nread = 3\n").unwrap();
+    let o = rt.run(&[
+        "run",
+        "--learn",
+        out,
+        "--policy",
+        bad.to_str().unwrap(),
+        "--bundle",
+        bundle,
+        &id,
+    ]);
+    assert_exit_stderr(&o, 2, "bad.toml:3:");
+    // A node that applies a policy to every container: learning would
+    // bypass it, so it is refused.
+    let node = TempDir::new("learn-node");
+    let policies = node.path().join("policies");
+    fs::create_dir_all(&policies).unwrap();
+    for d in [node.path(), policies.as_path()] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::write(policies.join("gate.toml"), BASE).unwrap();
+    let config = node.path().join("config.toml");
+    fs::write(
+        &config,
+        format!(
+            "policy_dir = \"{}\"\ndefault_policy = \"gate\"\n",
+            policies.display()
+        ),
+    )
+    .unwrap();
+    let o = rt.run(&[
+        "--config",
+        config.to_str().unwrap(),
+        "run",
+        "--learn",
+        out,
+        "--bundle",
+        bundle,
+        &id,
+    ]);
+    assert_exit_stderr(&o, 2, "applies a policy to every container");
+    assert!(!Path::new(out).exists());
+    assert!(!rt.root.path().join(&id).exists(), "state left behind");
+    assert_eq!(cgroups_named(&id), Vec::<std::path::PathBuf>::new());
+}
+
+/// A process exec'd into a container being learned would have no watcher:
+/// refused with the reason (exit 1); the container killed, the policy of
+/// what it did until then is still written.
+#[test]
+fn run_learn_refuses_exec_and_writes_the_policy_of_a_killed_container() {
+    let test = "run_learn_refuses_exec_and_writes_the_policy_of_a_killed_container";
+    if !ready(test) {
+        return;
+    }
+    let host = TempDir::new("learn-exec");
+    let base = host.path().join("base.toml");
+    fs::write(
+        &base,
+        format!(
+            "{BASE}{}",
+            process("read h < /etc/hostname; exec /bin/sleep 60")
+        ),
+    )
+    .unwrap();
+    let b = bundle_from(&base);
+    let out = host.path().join("learned.toml");
+    let rt = Runtime::sandboy();
+    let id = unique_id("learn-exec");
+    let _g = rt.guard(&id);
+    let mut run = rt
+        .cmd()
+        .args(["run", "--learn", out.to_str().unwrap()])
+        .args(["--bundle", b.path().to_str().unwrap(), &id])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    rt.wait_status(&id, "running");
+    let o = rt.run(&["exec", &id, "/bin/true"]);
+    assert_exit_stderr(&o, 1, "is being learned (run --learn)");
+    assert_exit(&rt.run(&["kill", &id, "KILL"]), 0);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(137));
+    let policy = fs::read_to_string(&out).expect("the learned policy");
+    assert!(
+        policy.lines().any(|l| l == r#"read = ["/etc/hostname"]"#),
+        "{policy}"
+    );
+    assert!(
+        policy
+            .lines()
+            .any(|l| l == r#"exec = ["/bin/sh", "/bin/sleep"]"#),
+        "{policy}"
+    );
 }

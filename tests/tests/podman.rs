@@ -887,3 +887,100 @@ fn egress_annotation_reaches_allowed_names_only() {
     );
     p.assert_clean();
 }
+
+/// Denial reports under podman (issue 16): a detached container (`podman
+/// run -d`) confined by a Landlock annotation refuses a write outside its
+/// rules while the allowed write works; with kernel auditing on, its
+/// supervisor — forked by sandboy's `create` under conmon, outliving it —
+/// reports the refusal through `sandboy events` and as a warn event with
+/// the container id in the runtime log podman passed with `--log`.
+#[test]
+fn detached_container_reports_denials_through_events_and_the_runtime_log() {
+    let test = "podman::detached_container_reports_denials_through_events_and_the_runtime_log";
+    let Some(p) = Podman::setup(test) else {
+        return;
+    };
+    let _audit = sandboy_tests::audit::AuditState::take(Some(1));
+    let b = busybox_rootfs();
+    let ruleset = r#"{"mode":"enforce","fs":[{"path":"/","access":["read","exec"]},{"path":"/tmp","access":["read","write"]},{"path":"/dev/null","access":["read","write"]}]}"#;
+    let annotation = csv_quote(&format!("dev.sandboy.landlock={ruleset}"));
+    let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
+                  if { echo escaped > /root/outside; } 2>/dev/null; then echo WROTE-OUTSIDE; fi; \
+                  echo refused; exec sleep 1000";
+    let name = unique_id("sbdeny");
+    let o = p.run_rootfs(
+        &["-d", "--name", &name, "--annotation", &annotation],
+        &b.rootfs(),
+        &["sh", "-c", script],
+    );
+    p.expect(&o, 0);
+    let id = text(&o.stdout).trim().to_owned();
+    assert_eq!(id.len(), 64, "podman run -d printed {id:?}");
+
+    // podman's create and start have returned: only the supervisor reports.
+    let report = p.sandboy.root.path().join(&id).join("denials.jsonl");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !fs::read_to_string(&report)
+        .unwrap_or_default()
+        .contains(r#""target":"/root""#)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = p.podman(&["logs", &name]);
+    p.expect(&o, 0);
+    assert_eq!(text(&o.stdout), "allowed\nrefused\n", "the allowed write");
+    assert!(!b.rootfs().join("root/outside").exists());
+
+    // `sandboy events` of the podman container id, in the runtime root
+    // podman's runtime uses.
+    let o = p.sandboy.run(&["events", "--stats", &id]);
+    p.expect(&o, 0);
+    let denials: Vec<serde_json::Value> = text(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "denial")
+        .collect();
+    assert_eq!(denials.len(), 1, "{}", text(&o.stdout));
+    let d = &denials[0];
+    assert_eq!(d["id"], id.as_str());
+    assert_eq!(d["data"]["kind"], "create", "{d}");
+    // Creating a file is a right on its directory: the kernel names /root.
+    assert_eq!(d["data"]["target"], "/root", "{d}");
+    assert_eq!(d["data"]["comm"], "sh", "{d}");
+    assert_eq!(d["data"]["allow"], r#"add "/root" to [fs] write"#, "{d}");
+
+    // The runtime log podman handed to `create`: the supervisor's warn
+    // event, in logrus-shaped JSON, names the container.
+    let calls = p.calls();
+    let create = calls
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == "create") && l.ends_with(&id))
+        .unwrap_or_else(|| panic!("no create of {id}:\n{calls}"));
+    let words: Vec<&str> = create.split_whitespace().collect();
+    let log = words
+        .iter()
+        .position(|w| *w == "--log")
+        .map(|i| PathBuf::from(words[i + 1]))
+        .unwrap_or_else(|| panic!("podman passed no --log: {create}"));
+    let logged = fs::read_to_string(&log).unwrap_or_default();
+    let warned = logged
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|e| {
+            e["level"] == "warning"
+                && e["id"] == id.as_str()
+                && e["msg"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("refused: create /root "))
+        });
+    assert!(
+        warned,
+        "no warn event for the refusal in {}:\n{logged}",
+        log.display()
+    );
+
+    let o = p.podman(&["rm", "--force", "--time", "0", &name]);
+    p.expect(&o, 0);
+    p.assert_clean();
+}

@@ -214,6 +214,7 @@ impl CreateOpts {
             pid_file: self.pid_file.clone(),
             no_pivot: self.no_pivot,
             preserve_fds: self.preserve_fds,
+            learn: None,
         }
     }
 }
@@ -222,6 +223,9 @@ impl CreateOpts {
 pub struct Create {
     #[command(flatten)]
     pub opts: CreateOpts,
+    /// Not for create: taken only to refuse it with the way to learn.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub learn: Option<PathBuf>,
     pub container_id: String,
 }
 
@@ -241,6 +245,17 @@ pub struct Run {
     /// Write the denial report (JSON lines) here when the container exits.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Run the container observed, not confined, and write the policy it
+    /// needs to FILE (--policy is the base it extends); in the foreground
+    /// only.
+    #[arg(long, value_name = "FILE", conflicts_with = "detach")]
+    pub learn: Option<PathBuf>,
+    /// With --learn: the policy the learned one extends.
+    #[arg(long, value_name = "FILE", requires = "learn")]
+    pub policy: Option<PathBuf>,
+    /// With --learn: keep this many leading path components (0: whole paths).
+    #[arg(long, value_name = "DEPTH", default_value_t = 3, requires = "learn")]
+    pub collapse: usize,
     pub container_id: String,
 }
 

@@ -2,8 +2,10 @@
 //! summary of the container's refusals on stderr at exit.
 
 use super::args::Run;
+use crate::container::learn::Learning;
 use crate::container::{Ran, RunMode, Runtime};
 use crate::error::Result;
+use crate::supervisor::learn::Learn;
 
 pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
     let mode = RunMode {
@@ -11,9 +13,31 @@ pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
         keep: args.keep,
         report: args.report.clone(),
     };
-    let ran = rt.run(&args.container_id, &args.opts.to_options(), mode)?;
+    let mut opts = args.opts.to_options();
+    opts.learn = args
+        .learn
+        .as_ref()
+        .map(|out| learning(out, &args))
+        .transpose()?;
+    let ran = rt.run(&args.container_id, &opts, mode)?;
     summary(&ran, args.report.as_deref());
     Ok(ran.status)
+}
+
+/// `--learn OUT [--policy BASE] [--collapse N]`, OUT made absolute here,
+/// against the caller's directory (the container's supervisor writes it).
+fn learning(out: &std::path::Path, args: &Run) -> Result<Learning> {
+    let absolute = |p: &std::path::Path| {
+        std::path::absolute(p)
+            .map_err(|e| crate::error::Failure::usage(format!("--learn {}: {e}", p.display())))
+    };
+    Ok(Learning {
+        learn: Learn {
+            out: absolute(out)?,
+            depth: args.collapse,
+        },
+        base: args.policy.clone(),
+    })
 }
 
 /// `sandboy: 3 refusals: read /etc/shadow, connect 80, syscall ptrace; see --report FILE`

@@ -57,6 +57,11 @@ impl Runtime {
             &bundle.dir.join("config.json"),
             &self.root.join(SECCOMP_CACHE_DIR),
         )?;
+        let learning = opts
+            .learn
+            .as_ref()
+            .map(|l| super::learn::observe(l, &mut bundle, node_policy.is_some()))
+            .transpose()?;
         let linux = bundle
             .spec
             .linux()
@@ -99,7 +104,8 @@ impl Runtime {
             &fs::canonicalize(bundle.rootfs())?,
             &bundle.dir.join("config.json"),
         )?;
-        let build_dir = self.shadow_if_needed(id, &bundle, &held, node_policy.as_ref())?;
+        let build_dir =
+            self.shadow_if_needed(id, &bundle, &held, node_policy.as_ref(), learning.is_some())?;
         let wasm = match self.precompile_wasm(&bundle) {
             Ok(w) => w,
             Err(e) => {
@@ -108,16 +114,17 @@ impl Runtime {
             }
         };
 
-        let notify = match crate::init::seccomp_notify::Channel::open(&bundle.spec) {
-            Ok(n) => n,
-            Err(e) => {
-                self.remove_leftovers(id);
-                return Err(e);
-            }
-        };
+        // A learning container's agent is its own supervisor, which gets
+        // the other end of the pair.
+        let (notify, learn_socket) = match &learning {
+            Some(_) => crate::init::seccomp_notify::Channel::pair()
+                .map(|(channel, agent)| (Some(channel), Some(agent))),
+            None => crate::init::seccomp_notify::Channel::open(&bundle.spec).map(|n| (n, None)),
+        }
+        .inspect_err(|_| self.remove_leftovers(id))?;
         // Refusals are audited (seccomp's errno verdicts included) only when
-        // the supervisor will collect them.
-        let audited = confined(&bundle) && self.audit.collects();
+        // the supervisor will collect them (nothing refuses while learning).
+        let audited = confined(&bundle) && learning.is_none() && self.audit.collects();
         let seccomp = bundle.seccomp.clone().map(|s| s.with_log(audited));
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
@@ -126,6 +133,7 @@ impl Runtime {
                     .with_seccomp(seccomp)
                     .with_node_seccomp(node_policy.map(|p| p.seccomp.with_log(audited)))
                     .with_held(held)
+                    .with_learning(learning.is_some())
                     .with_notify(
                         notify
                             .as_ref()
@@ -146,6 +154,9 @@ impl Runtime {
         // The container's processes are attached by now, so the lock warmer
         // is done; reap it before `run` starts reaping children of its own.
         crate::cgroups::prime::finish();
+        // The init holds its own copy; ours would keep the supervisor's
+        // listener socket from ever seeing the init's end close.
+        drop(notify);
 
         let result = result
             .map_err(|e| Failure::from(e).context(format!("create {id}")))
@@ -180,8 +191,9 @@ impl Runtime {
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
                 claim::narrow_modes(&self.dir(id));
+                let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
                 let supervised =
-                    confined.and_then(|()| self.supervise(&container, &bundle, detach));
+                    confined.and_then(|()| self.supervise(&container, &bundle, detach, learn));
                 if let Err(e) = supervised {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
@@ -216,6 +228,7 @@ impl Runtime {
         bundle: &Bundle,
         held: &crate::init::privilege::Held,
         node_policy: Option<&crate::node::Applied>,
+        learning: bool,
     ) -> Result<Option<PathBuf>> {
         let linux = bundle
             .spec
@@ -237,6 +250,7 @@ impl Runtime {
             && !runtime_sysctl
             && node_policy.is_none()
             && !egress
+            && !learning
         {
             return Ok(None);
         }
@@ -356,26 +370,41 @@ impl Runtime {
     /// `detach`: the caller does not wait for the container (an engine's
     /// `create`, `run --detach`), so the supervisor must not hold its
     /// stderr; a foreground `run` keeps it, and sees the warnings there.
-    fn supervise(&self, c: &Container, bundle: &Bundle, detach: bool) -> Result<()> {
+    fn supervise(
+        &self,
+        c: &Container,
+        bundle: &Bundle,
+        detach: bool,
+        learn: Option<crate::supervisor::learn::Duty>,
+    ) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
         let state_dir = self.dir(c.id());
         let init = c
             .pid()
             .ok_or_else(|| Failure::runtime("container has no init pid"))?;
-        let denials = confined(bundle)
+        // While learning nothing refuses: no denial reports.
+        let denials = (confined(bundle) && learn.is_none())
             .then(|| denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle)))
             .flatten();
         let egress = super::egress::listen(&annotations, init.as_raw())?;
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
-            report_lock: (egress.is_some() && denials.is_none())
+            // `run` waits on it for the supervisor's last word.
+            report_lock: ((egress.is_some() || learn.is_some()) && denials.is_none())
                 .then(|| denials::report_lock(&state_dir))
                 .flatten(),
             denials,
             egress,
+            learn,
         };
         if duties.is_empty() {
             return Ok(());
+        }
+        if duties.learn.is_some() {
+            claim::write_private(
+                &state_dir.join(crate::supervisor::learn::LEARNING_FILE),
+                b"",
+            )?;
         }
         let target = Target {
             id: c.id().to_owned(),

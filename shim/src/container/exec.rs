@@ -75,6 +75,15 @@ impl Runtime {
         } else {
             opts.additional_gids
         };
+        if self
+            .dir(id)
+            .join(crate::supervisor::learn::LEARNING_FILE)
+            .exists()
+        {
+            return Err(Failure::runtime(format!(
+                "exec {id}: the container is being learned (run --learn), and a new process would run unobserved; run it from the container's own process instead, or exec once it runs confined by the learned policy"
+            )));
+        }
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
         let logged = crate::supervisor::denials::collecting(&self.dir(id));
         let seccomp = self.tenant_seccomp(&init_spec, logged)?;

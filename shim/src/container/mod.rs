@@ -18,6 +18,7 @@ mod create;
 mod delete;
 pub mod egress;
 mod exec;
+pub mod learn;
 pub mod limits;
 pub mod loopback;
 mod mounts;
@@ -55,6 +56,8 @@ pub struct CreateOptions {
     pub no_pivot: bool,
     /// Pass fds 3..3+N to the container.
     pub preserve_fds: i32,
+    /// Observe instead of confining and write the policy (`run --learn`).
+    pub learn: Option<learn::Learning>,
 }
 
 /// Where the runtime keeps state, and how it manages cgroups.

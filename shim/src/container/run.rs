@@ -47,6 +47,10 @@ impl Ran {
 /// (it drains records for a moment, see `supervisor::DRAIN`).
 const REPORT_WAIT: Duration = Duration::from_secs(3);
 
+/// Longest wait for a learning container's supervisor to write the policy
+/// (it waits up to 10 s for the observed processes to be gone).
+const LEARN_WAIT: Duration = Duration::from_secs(12);
+
 /// Exit status for a reaped process, shell style: 128+N for a signal.
 pub fn exit_status(status: WaitStatus) -> i32 {
     match status {
@@ -102,6 +106,15 @@ impl Runtime {
             report_kill(id, *code);
         }
         crate::cgroups::oom::report(&container);
+        if opts.learn.is_some() {
+            // The supervisor writes the learned policy once every observed
+            // process is gone, then exits.
+            denials::wait_final(&self.dir(id), LEARN_WAIT);
+        }
+        let learned = opts
+            .learn
+            .as_ref()
+            .map_or(Ok(()), |_| crate::supervisor::learn::result(&self.dir(id)));
         let refusals = self.collect_report(id, mode.report.as_deref())?;
         if !mode.keep {
             if let Err(e) = self.destroy(&mut container, true) {
@@ -109,6 +122,7 @@ impl Runtime {
                 self.remove_leftovers(id);
             }
         }
+        learned?;
         Ok(Ran {
             status: status?,
             refusals,

@@ -42,6 +42,11 @@ pub struct SandboyExecutor {
     held: crate::init::privilege::Held,
     /// Where a seccomp user-notification listener goes (`listenerPath`).
     notify: Option<crate::init::seccomp_notify::Target>,
+    /// Learn mode: the notifying filter goes in right before the execve
+    /// (at `start`, when the supervisor that serves it runs), not in
+    /// `validate`, so that nothing of the runtime's own set-up is observed
+    /// or waits on a listener nobody reads yet.
+    learning: bool,
 }
 
 /// Where the confinement stands between `validate` and `exec`.
@@ -67,7 +72,14 @@ impl SandboyExecutor {
             stage: RefCell::new(Stage::Unprepared),
             held: Default::default(),
             notify: None,
+            learning: false,
         }
+    }
+
+    /// Learn mode (see the field).
+    pub fn with_learning(mut self, learning: bool) -> Self {
+        self.learning = learning;
+        self
     }
 
     /// Where to send a seccomp user-notification listener.
@@ -178,7 +190,7 @@ impl Executor for SandboyExecutor {
                 .allow(&confinement)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
         }
-        if confinement.has_notify() {
+        if confinement.has_notify() && !self.learning {
             // The agent expects the listener during create (runc installs
             // the filter there too): confine now, in the same order.
             self.confine(confinement, spec)

@@ -8,6 +8,10 @@
 //! before the container process is cloned, and the clone inherits the
 //! connected socket and an fd of the host's /proc (to name its own pid as the
 //! host sees it, which the agent checks against `state`).
+//!
+//! `run --learn` uses the same channel with the container's own supervisor
+//! as the agent ([`Channel::pair`]): one end of a socket pair made before
+//! the clone, the other kept for the supervisor.
 
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -58,6 +62,17 @@ impl Channel {
             .map(OwnedFd::from)
             .map_err(|e| Failure::runtime(format!("/proc: {e}")))?;
         Ok(Some(Channel { sock, host_proc }))
+    }
+
+    /// A channel whose agent is this runtime's own supervisor: the other
+    /// end of the pair, for it to receive the listener on.
+    pub fn pair() -> Result<(Channel, OwnedFd)> {
+        let (sock, agent) =
+            UnixStream::pair().map_err(|e| Failure::runtime(format!("learn: socketpair: {e}")))?;
+        let host_proc = std::fs::File::open("/proc")
+            .map(OwnedFd::from)
+            .map_err(|e| Failure::runtime(format!("/proc: {e}")))?;
+        Ok((Channel { sock, host_proc }, OwnedFd::from(agent)))
     }
 
     /// The container-side handle (valid while `self` lives).

@@ -5,10 +5,10 @@
 //!
 //! It is spawned once, at the end of a successful `create`, and only when
 //! the container has a duty for it ([`Duties`]): the wall-clock deadline
-//! (`dev.sandboy.timeout`) and the denial reports ([`denials`], from the
-//! kernel's audit records) and the egress gateway ([`egress`]); the
-//! learn-mode notifier will be a further duty of the same process, so that
-//! each container has exactly one.
+//! (`dev.sandboy.timeout`), the denial reports ([`denials`], from the
+//! kernel's audit records), the egress gateway ([`egress`]) and the
+//! learn-mode notifier ([`learn`], `run --learn`): one process per
+//! container, whatever its duties.
 //!
 //! The supervisor knows nothing of libcontainer or of the CLI: the container
 //! layer tells it what to watch ([`Target`]) and hands it the action to take
@@ -17,7 +17,9 @@
 pub mod audit;
 pub mod denials;
 pub mod egress;
+pub mod learn;
 pub mod pidfd;
+pub mod unotify;
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
@@ -41,6 +43,9 @@ pub struct Duties {
     pub denials: Option<denials::Duty>,
     /// Serve the egress gateway's sockets (made before the payload runs).
     pub egress: Option<egress::Duty>,
+    /// Observe the container through its learning filter and write the
+    /// policy it needs (`run --learn`).
+    pub learn: Option<learn::Duty>,
     /// The report's lock when the gateway reports without audit records
     /// (kept for the lock, never read; see [`denials::Duty::lock`]).
     #[allow(dead_code)]
@@ -50,7 +55,10 @@ pub struct Duties {
 impl Duties {
     /// Whether there is anything to supervise (no process otherwise).
     pub fn is_empty(&self) -> bool {
-        self.timeout.is_none() && self.denials.is_none() && self.egress.is_none()
+        self.timeout.is_none()
+            && self.denials.is_none()
+            && self.egress.is_none()
+            && self.learn.is_none()
     }
 }
 
@@ -153,6 +161,14 @@ fn supervise(
         egress::start(&target.id, duty, tx);
         rx
     });
+    let mut learning = match duties.learn.take().map(|d| learn::start(&target.id, d)) {
+        Some(Ok(l)) => Some(l),
+        Some(Err(e)) => {
+            tracing::warn!(id = %target.id, error = %e.message, "learn: not observing");
+            None
+        }
+        None => None,
+    };
     let socket = duties.denials.as_ref().map(|d| &d.socket);
     let mut buf = vec![0u8; 16 * 1024];
     let mut code = 0;
@@ -182,6 +198,9 @@ fn supervise(
             c.tick();
         }
         if exited {
+            if let Some(l) = learning.take() {
+                l.finish(&target.id, &target.state_dir);
+            }
             if let Some(c) = report.as_mut() {
                 if let Some(duty) = duties.denials.as_ref() {
                     drain(duty, c, &mut buf, &target.id);

@@ -354,7 +354,7 @@ struct MetadataGuard {
 impl MetadataGuard {
     fn prepare(policy: &Policy, id: &str) -> Result<MetadataGuard> {
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let filter = super::unotify::filter(super::metadata::NAMES)
+        let filter = crate::supervisor::unotify::filter(super::metadata::NAMES)
             .map_err(|e| Failure::runtime(format!("wrap: the metadata guard's filter: {e}")))?;
         let (ours, theirs) = socketpair(
             AddressFamily::Unix,
@@ -376,7 +376,9 @@ impl MetadataGuard {
     /// Fails closed: no guard, no command.
     fn install_in_child(&self) {
         use std::os::fd::AsRawFd;
-        if let Err(e) = super::unotify::install_and_send(&self.filter, self.theirs.as_raw_fd()) {
+        if let Err(e) =
+            crate::supervisor::unotify::install_and_send(&self.filter, self.theirs.as_raw_fd())
+        {
             let _ = std::io::Write::write_all(
                 &mut std::io::stderr(),
                 format!("sandboy: error: metadata guard: {e}; not running the command\n")
@@ -392,7 +394,7 @@ impl MetadataGuard {
     /// nothing to serve (its exit status says why).
     fn serve_from_parent(self) {
         drop(self.theirs);
-        let Some(listener) = super::unotify::receive_listener(&self.ours) else {
+        let Some(listener) = crate::supervisor::unotify::receive_listener(&self.ours) else {
             return;
         };
         let guard = self.guard;

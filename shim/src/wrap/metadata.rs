@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use nix::unistd::Pid;
 
-use super::unotify::{self, copy_fd, read_cstr, read_exact, Reply};
+use crate::supervisor::unotify::{self, copy_fd, read_cstr, read_exact, Reply};
 
 /// The calls sent to the watchdog.
 pub const NAMES: &[&str] = &[

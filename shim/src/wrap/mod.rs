@@ -24,7 +24,6 @@ mod metadata;
 mod namespaces;
 mod process;
 mod stage;
-mod unotify;
 
 use std::path::PathBuf;
 
@@ -33,8 +32,8 @@ use sandboy_spec_gen::policy::{NetNamespace, Policy};
 use crate::container::{Ran, Runtime};
 use crate::error::{Failure, Result};
 
+pub use crate::supervisor::learn::Learn;
 pub use inline::InlineRules;
-pub use learn::Learn;
 
 /// `--isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,8 +1,9 @@
 //! Seccomp user notification, the plumbing shared by learn mode
-//! (`learn::notify`, which observes) and the landlock tier's metadata guard
-//! (`metadata`, which decides): a filter that sends named syscalls to a
-//! listener, the listener handed from the filtered child to its parent,
-//! requests received and answered, and the caller's memory read.
+//! (`learn::notify`, which observes, for `wrap --learn` and a container's
+//! supervisor) and the landlock tier's metadata guard (`wrap::metadata`,
+//! which decides): a filter that sends named syscalls to a listener, the
+//! listener handed from the filtered process to its watcher, requests
+//! received and answered, and the caller's memory read.
 
 use std::io::IoSlice;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -14,20 +15,25 @@ use oci_spec::runtime::{LinuxSeccompAction, LinuxSeccompBuilder, LinuxSyscallBui
 
 /// A filter under which each of `names` notifies and everything else runs.
 pub fn filter(names: &[&str]) -> Result<sandboy_confine::CompiledSeccomp, String> {
+    sandboy_confine::seccomp::compile(&profile(names)?).map_err(|e| e.to_string())
+}
+
+/// [`filter`]'s profile, as a spec's `linux.seccomp`.
+pub fn profile(names: &[&str]) -> Result<oci_spec::runtime::LinuxSeccomp, String> {
     let rule = LinuxSyscallBuilder::default()
         .names(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
         .action(LinuxSeccompAction::ScmpActNotify)
         .build()
         .map_err(|e| e.to_string())?;
-    let profile = LinuxSeccompBuilder::default()
+    LinuxSeccompBuilder::default()
         .default_action(LinuxSeccompAction::ScmpActAllow)
         // The profile check wants an agent for NOTIFY; the listener goes to
-        // the parent instead, over a socketpair ([`send_listener`]).
+        // the watcher instead, over a socketpair ([`install_and_send`], or
+        // the container's `init::seccomp_notify` channel).
         .listener_path("/dev/null")
         .syscalls(vec![rule])
         .build()
-        .map_err(|e| e.to_string())?;
-    sandboy_confine::seccomp::compile(&profile).map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// In the child (under no_new_privs): install `filter` and pass its
@@ -53,7 +59,8 @@ pub fn install_and_send(
     Ok(())
 }
 
-/// In the parent: the listener the child sent, `None` if it died first.
+/// In the watcher: the listener the filtered process sent, `None` if it
+/// died (or closed its end) first.
 pub fn receive_listener(sock: &OwnedFd) -> Option<OwnedFd> {
     let mut byte = [0u8; 1];
     let mut iov = [std::io::IoSliceMut::new(&mut byte)];

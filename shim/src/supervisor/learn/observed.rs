@@ -1,12 +1,11 @@
-//! What a learned command touched, and the policy that allows exactly
-//! that: paths collapsed to a depth, protected paths never granted, the
-//! default deny list kept.
+//! What a learned command or container touched, and the policy that allows
+//! exactly that: paths collapsed to a depth, protected paths (and the
+//! spec's hidden ones) never granted, the default deny list kept.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use sandboy_spec_gen::suggest::edit;
-use sandboy_spec_gen::suggest::protect::{collapse_siblings, outermost, parent, protected};
+use sandboy_spec_gen::suggest::protect::{collapse_siblings, outermost, parent, protected, under};
 use sandboy_spec_gen::suggest::Edit;
 
 /// One observed access.
@@ -28,10 +27,10 @@ pub enum Access {
 
 impl Access {
     /// An open(2) by its flags: writing an existing file writes the file;
-    /// creating one writes its directory.
-    pub fn open(path: String, flags: i32) -> Access {
+    /// creating one (`exists`: whether it does now) writes its directory.
+    pub fn open(path: String, flags: i32, exists: bool) -> Access {
         let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
-        if flags & libc::O_CREAT != 0 && !Path::new(&path).exists() {
+        if flags & libc::O_CREAT != 0 && !exists {
             Access::Change(path)
         } else if writes {
             Access::Write(path)
@@ -50,20 +49,30 @@ pub struct Observed {
     connect: BTreeSet<u16>,
     bind: BTreeSet<u16>,
     udp: BTreeSet<u16>,
+    /// Recorded paths that existed when they were used (`add`'s `exists`).
+    present: BTreeSet<String>,
     pub calls: u64,
 }
 
 impl Observed {
-    pub fn add(&mut self, a: Access) {
+    /// Record `a`; `exists` says, for each path recorded, whether it
+    /// exists now (see [`Observed::existed`]).
+    pub fn add(&mut self, a: Access, exists: impl Fn(&str) -> bool) {
         self.calls += 1;
+        let mut keep = |set: fn(&mut Self) -> &mut BTreeSet<String>, p: String| {
+            if exists(&p) {
+                self.present.insert(p.clone());
+            }
+            set(self).insert(p);
+        };
         match a {
-            Access::Read(p) => drop(self.read.insert(p)),
-            Access::Write(p) => drop(self.write.insert(p)),
-            Access::Exec(p) => drop(self.exec.insert(p)),
-            Access::Change(p) => drop(self.write.insert(parent(&p))),
+            Access::Read(p) => keep(|o| &mut o.read, p),
+            Access::Write(p) => keep(|o| &mut o.write, p),
+            Access::Exec(p) => keep(|o| &mut o.exec, p),
+            Access::Change(p) => keep(|o| &mut o.write, parent(&p)),
             Access::Move(a, b) => {
-                self.write.insert(parent(&a));
-                self.write.insert(parent(&b));
+                keep(|o| &mut o.write, parent(&a));
+                keep(|o| &mut o.write, parent(&b));
             }
             Access::Port { port: 0, .. } => {}
             Access::Port {
@@ -76,18 +85,35 @@ impl Observed {
         }
     }
 
-    /// The edits that allow what was seen, and notes on what was left out.
-    pub fn edits(&self, depth: usize) -> (Vec<Edit>, Vec<String>) {
+    /// Whether `path` existed when it was recorded (for a container, whose
+    /// root is gone when the policy is written).
+    pub fn existed(&self, path: &str) -> bool {
+        self.present.contains(path)
+    }
+
+    /// The edits that allow what was seen, and notes on what was left out:
+    /// only paths for which `exists` holds (a failed probe of a missing
+    /// file needs no rule), none of `hidden` (the spec's masked paths).
+    pub fn edits(
+        &self,
+        depth: usize,
+        hidden: &[String],
+        exists: &dyn Fn(&str) -> bool,
+    ) -> (Vec<Edit>, Vec<String>) {
         let mut notes = Vec::new();
         let mut edits = Vec::new();
-        for (list, set) in [
+        let mut lists = [
             ("read", &self.read),
             ("write", &self.write),
             ("exec", &self.exec),
-        ] {
-            for path in paths(set, depth, list, &mut notes) {
-                edits.push(Edit::Path { list, path });
-            }
+        ]
+        .map(|(list, set)| (list, paths(set, depth, list, hidden, exists, &mut notes)));
+        // [fs] write grants reading too: no read entry below a write one
+        // (nor one for a file the run itself made there).
+        let writes = lists[1].1.clone();
+        lists[0].1.retain(|r| !writes.iter().any(|w| under(r, w)));
+        for (list, found) in lists {
+            edits.extend(found.into_iter().map(|path| Edit::Path { list, path }));
         }
         for (list, set) in [("connect", &self.connect), ("bind", &self.bind)] {
             edits.extend(set.iter().map(|&port| Edit::Port { list, port }));
@@ -102,11 +128,18 @@ impl Observed {
     }
 }
 
-/// One list's paths: only those that exist now (a failed probe of a
-/// missing file needs no rule), per-process /proc paths left to the tier,
-/// protected paths dropped, the rest cut to `depth` components unless the
-/// cut would be protected, and nothing under another entry.
-fn paths(set: &BTreeSet<String>, depth: usize, list: &str, notes: &mut Vec<String>) -> Vec<String> {
+/// One list's paths: only those that exist, per-process /proc paths left
+/// to the tier, protected paths dropped, the rest cut to `depth`
+/// components unless the cut would be protected, and nothing under another
+/// entry.
+fn paths(
+    set: &BTreeSet<String>,
+    depth: usize,
+    list: &str,
+    hidden: &[String],
+    exists: &dyn Fn(&str) -> bool,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     let mut out = BTreeSet::new();
     let mut per_process = false;
     for p in set {
@@ -114,15 +147,19 @@ fn paths(set: &BTreeSet<String>, depth: usize, list: &str, notes: &mut Vec<Strin
             per_process = true;
             continue;
         }
-        if !Path::new(p).exists() {
+        if !exists(p) {
             continue;
         }
-        if protected(p, &[]) {
+        if protected(p, hidden) {
             notes.push(format!("not granted: {list} {p} (a protected path)"));
             continue;
         }
         let cut = cut(p, depth);
-        out.insert(if protected(&cut, &[]) { p.clone() } else { cut });
+        out.insert(if protected(&cut, hidden) {
+            p.clone()
+        } else {
+            cut
+        });
     }
     if per_process {
         notes.push(format!(
@@ -130,7 +167,7 @@ fn paths(set: &BTreeSet<String>, depth: usize, list: &str, notes: &mut Vec<Strin
         ));
     }
     // Not into a top-level directory (`/usr`, `/etc`), never a protected one.
-    let may = |dir: &str| parent(dir) != "/" && !protected(dir, &[]);
+    let may = |dir: &str| parent(dir) != "/" && !protected(dir, hidden);
     let (out, collapsed) = collapse_siblings(out, SIBLINGS, may);
     for (dir, n) in collapsed {
         notes.push(format!(
@@ -174,6 +211,7 @@ pub fn policy_text(base: Option<&str>, edits: &[Edit], header: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn collapse_exists_and_protected() {
@@ -187,17 +225,20 @@ mod tests {
             "/usr/bin/sh",
             "/usr/bin/true",
         ] {
-            o.add(Access::Read(p.into()));
+            o.add(Access::Read(p.into()), |_| false);
         }
-        o.add(Access::Read("/nonexistent/probe".into()));
-        o.add(Access::Read("/proc/self/maps".into()));
-        o.add(Access::Change("/tmp/ccX.s".into()));
-        o.add(Access::Port {
-            bind: false,
-            udp: false,
-            port: 443,
-        });
-        let (edits, notes) = o.edits(3);
+        o.add(Access::Read("/nonexistent/probe".into()), |_| false);
+        o.add(Access::Read("/proc/self/maps".into()), |_| false);
+        o.add(Access::Change("/tmp/ccX.s".into()), |_| false);
+        o.add(
+            Access::Port {
+                bind: false,
+                udp: false,
+                port: 443,
+            },
+            |_| false,
+        );
+        let (edits, notes) = o.edits(3, &[], &|p| Path::new(p).exists());
         assert_eq!(
             edits,
             [
@@ -231,5 +272,37 @@ mod tests {
         let text = policy_text(None, &edits, "# learned\n");
         assert!(text.starts_with("# learned\nversion = 1"), "{text}");
         assert!(text.contains("default_deny = true"), "{text}");
+    }
+
+    /// A container's policy: existence as recorded at the call (its root
+    /// is gone at the end), masked paths never granted, no read entry
+    /// below a write entry.
+    #[test]
+    fn container_paths_existence_hidden_and_reads_under_writes() {
+        let mut o = Observed::default();
+        let present = ["/etc/passwd", "/out", "/out/f", "/secret/key", "/bin/sh"];
+        let exists = |p: &str| present.contains(&p);
+        o.add(Access::Read("/etc/passwd".into()), exists);
+        o.add(Access::Read("/etc/missing".into()), exists);
+        o.add(Access::Change("/out/f".into()), exists);
+        o.add(Access::Read("/out/f".into()), exists);
+        o.add(Access::Read("/secret/key".into()), exists);
+        o.add(Access::Exec("/bin/sh".into()), exists);
+        assert!(o.existed("/out") && !o.existed("/etc/missing"));
+        let hidden = ["/secret".to_owned()];
+        let (edits, notes) = o.edits(0, &hidden, &|p| o.existed(p));
+        let path = |list, p: &str| Edit::Path {
+            list,
+            path: p.into(),
+        };
+        assert_eq!(
+            edits,
+            [
+                path("read", "/etc/passwd"),
+                path("write", "/out"),
+                path("exec", "/bin/sh"),
+            ]
+        );
+        assert!(notes.iter().any(|n| n.contains("/secret/key")), "{notes:?}");
     }
 }

@@ -1,0 +1,105 @@
+//! `sandboy wrap --learn OUT.toml [--policy BASE.toml] -- CMD`: run the
+//! command observed rather than confined, and write the policy under which
+//! it would run (`supervisor::learn`: the filter, the observation and the
+//! policy writer, shared with `run --learn` of a bundle).
+//!
+//! No Landlock, no namespaces, no root needed: seccomp under no_new_privs
+//! is allowed to any user, and the watcher is the command's parent, so it
+//! may read its memory (`process_vm_readv`) even under Yama's ptrace
+//! scope 1.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Mutex;
+
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::{fork, ForkResult};
+
+use crate::error::{Failure, Result};
+use crate::supervisor::learn::{self, notify, observed::Observed, Learn, Origin, Root};
+use crate::supervisor::unotify;
+
+/// Run `command` observed and write the policy; the command's exit status.
+pub fn run(learn: &Learn, base: Option<&Path>, command: &[String]) -> Result<i32> {
+    let base_text = learn::base_text(base)?;
+    let filter = notify::filter().map_err(|e| Failure::runtime(format!("learn: filter: {e}")))?;
+    let argv: Vec<CString> = command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Failure::usage("arguments may not contain NUL"))?;
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )?;
+    // SAFETY: wrap is single-threaded here; the child only installs the
+    // filter, passes its listener and execs (or exits).
+    let child = match unsafe { fork() }? {
+        ForkResult::Parent { child } => child,
+        ForkResult::Child => {
+            drop(ours);
+            child_exec(&filter, &theirs, &argv)
+        }
+    };
+    drop(theirs);
+    let listener = unotify::receive_listener(&ours);
+    let seen = Mutex::new(Observed::default());
+    if let Some(l) = &listener {
+        notify::serve(l, Root::Host, &seen);
+    }
+    let status = match waitpid(child, None)? {
+        WaitStatus::Exited(_, c) => c,
+        WaitStatus::Signaled(_, s, _) => 128 + s as i32,
+        _ => 1,
+    };
+    if listener.is_none() {
+        return Err(Failure::runtime(
+            "learn: the command's seccomp listener never arrived; nothing was learned",
+        ));
+    }
+    let origin = Origin {
+        how: "sandboy wrap --learn",
+        what: learn::quoted(command),
+        status: Some(status),
+        root: Root::Host,
+        hidden: Vec::new(),
+    };
+    let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+    learn::write_policy(learn, base_text.as_deref(), &origin, &seen)?;
+    Ok(status)
+}
+
+/// In the child: no_new_privs, the notifying filter, its listener to the
+/// parent, then execvp. Never returns.
+fn child_exec(
+    filter: &sandboy_confine::CompiledSeccomp,
+    to_parent: &OwnedFd,
+    argv: &[CString],
+) -> ! {
+    let fail = |msg: String, code: i32| -> ! {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("sandboy: {msg}\n").as_bytes(),
+        );
+        // SAFETY: _exit is always sound.
+        unsafe { libc::_exit(code) }
+    };
+    let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if let Err(e) = nix::sys::prctl::set_no_new_privs() {
+        fail(format!("error: prctl(PR_SET_NO_NEW_PRIVS): {e}"), 1);
+    }
+    if let Err(e) = unotify::install_and_send(filter, to_parent.as_raw_fd()) {
+        fail(format!("error: learn: {e}"), 1);
+    }
+    let err = nix::unistd::execvp(&argv[0], argv).unwrap_err();
+    let code = if err == nix::errno::Errno::ENOENT {
+        127
+    } else {
+        126
+    };
+    fail(format!("{}: {err}", argv[0].to_string_lossy()), code)
+}
