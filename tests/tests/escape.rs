@@ -1347,7 +1347,11 @@ fn mount_attributes_stay_with_cap_sys_admin() {
     }
     let s = Sandbox::generated(FS_POLICY);
     s.bundle.edit(|c| {
-        for set in c["process"]["capabilities"].as_object_mut().unwrap().values_mut() {
+        for set in c["process"]["capabilities"]
+            .as_object_mut()
+            .unwrap()
+            .values_mut()
+        {
             set.as_array_mut().unwrap().push("CAP_SYS_ADMIN".into());
         }
     });
