@@ -78,3 +78,12 @@ impl Drop for AuditState {
         }
     }
 }
+
+/// The `{"type":"denial",…}` events among `sandboy events` output lines.
+pub fn denial_events(stdout: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "denial")
+        .collect()
+}

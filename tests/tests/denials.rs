@@ -375,11 +375,7 @@ fn a_detached_container_reports_through_events_and_its_state_dir() {
     );
     let o = c.rt.run(&["events", "--stats", &id]);
     assert_exit(&o, 0);
-    let denials: Vec<serde_json::Value> = text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["type"] == "denial")
-        .collect();
+    let denials = sandboy_tests::audit::denial_events(&o.stdout);
     assert_eq!(denials.len(), 1, "{}", text(&o.stdout));
     assert_eq!(denials[0]["id"], id.as_str());
     assert_eq!(denials[0]["data"]["kind"], "read");

@@ -936,11 +936,7 @@ fn detached_container_reports_denials_through_events_and_the_runtime_log() {
     // podman's runtime uses.
     let o = p.sandboy.run(&["events", "--stats", &id]);
     p.expect(&o, 0);
-    let denials: Vec<serde_json::Value> = text(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|e| e["type"] == "denial")
-        .collect();
+    let denials = sandboy_tests::audit::denial_events(&o.stdout);
     assert_eq!(denials.len(), 1, "{}", text(&o.stdout));
     let d = &denials[0];
     assert_eq!(d["id"], id.as_str());
