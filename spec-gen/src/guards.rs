@@ -149,6 +149,7 @@ const IPPROTO_ICMP: u64 = 1;
 const IPPROTO_ICMPV6: u64 = 58;
 const IPPROTO_SCTP: u64 = 132;
 const IPPROTO_MPTCP: u64 = 262;
+const AF_UNIX: u64 = 1;
 const AF_INET: u64 = 2;
 const AF_INET6: u64 = 10;
 const AF_NETLINK: u64 = 16;
@@ -231,6 +232,20 @@ fn per_bit(out: &mut Vec<LinuxSyscall>, name: &str, index: usize, bits: &[u64], 
     for &b in bits {
         out.push(rule(&[name], v, vec![masked(index, b, b)]));
     }
+}
+
+/// `socket(AF_UNIX, …)` fails with EACCES (`socketpair` still works), for
+/// processes on the host's filesystem, where pathname UNIX sockets of the
+/// user or of root (ssh-agent, D-Bus, an engine's API) answer any process
+/// that may connect: Landlock restricts them only from ABI 9 and seccomp
+/// cannot see a connect's address. Unprivileged `wrap` adds it unless
+/// `[net] unix = true`; the egress gateway's own process always.
+pub fn unix_sockets() -> LinuxSyscall {
+    let v = Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(EACCES),
+    };
+    rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)])
 }
 
 /// The seccomp rules of the guards a policy has on, in [`GUARDS`] order.

@@ -56,9 +56,10 @@ fn entry(got: &[(String, Option<String>)], target: &str) -> Option<String> {
 }
 
 /// The refused unlisted name is reported with the `allow` line that would
-/// permit it and the client that asked (curl, found by its socket in the
-/// step's network namespace).
-fn reported_with_client(report_file: &Path, target: &str) {
+/// permit it and the client that asked (`comm`, found by its socket in the
+/// step's network namespace by the supervisor, from what the gateway's
+/// process sent it).
+fn reported_with_client(report_file: &Path, target: &str, comm: &str) {
     let allow = entry(&report(report_file), target);
     assert_eq!(
         allow.as_deref(),
@@ -70,7 +71,7 @@ fn reported_with_client(report_file: &Path, target: &str) {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|d| d["target"] == target)
         .unwrap();
-    assert_eq!(d["comm"], "curl", "{d}");
+    assert_eq!(d["comm"], comm, "{d}");
     assert!(d["pid"].as_i64().is_some_and(|p| p > 0), "{d}");
 }
 
@@ -234,7 +235,7 @@ echo tcp-socket $({p} socket 2 1 0)
             "tcp-socket ok",
         ],
     );
-    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"), "curl");
     let got = report(&report_file);
     assert_eq!(entry(&got, &format!("no.wild.egress.test:{h}")), None);
     assert_eq!(
@@ -255,6 +256,81 @@ echo tcp-socket $({p} socket 2 1 0)
         "no warn event"
     );
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+}
+
+/// The container's gateway process (`sandboy-egress`, forked by its
+/// supervisor), once it is there: exactly one.
+fn gateway_pid(id: &str) -> i32 {
+    for _ in 0..400 {
+        let found: Vec<i32> = pids_mentioning(id)
+            .into_iter()
+            .filter(|p| {
+                fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "sandboy-egress")
+            })
+            .collect();
+        assert!(
+            found.len() <= 1,
+            "more than one gateway for {id}: {found:?}"
+        );
+        if let [pid] = found[..] {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no gateway process for {id}");
+}
+
+/// A field of /proc/<pid>/status, its words joined by one space.
+fn status_field(status: &str, name: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// What the host sees of the gateway process: it runs as nobody with no
+/// capability in any set (bounding and ambient included), no_new_privs
+/// and a seccomp filter; it is not dumpable (its /proc files are root's);
+/// its parent, the supervisor, is still root (it looks refused clients up
+/// in root-owned /proc/<pid>/fd). Landlock is not shown in /proc: the
+/// gateway checks it itself before it serves (a path no rule grants must
+/// be refused), and serves nothing otherwise.
+fn assert_deprivileged(pid: i32) {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let zero = "0000000000000000";
+    for (name, want) in [
+        ("Uid", "65534 65534 65534 65534"),
+        ("Gid", "65534 65534 65534 65534"),
+        ("Groups", ""),
+        ("CapInh", zero),
+        ("CapPrm", zero),
+        ("CapEff", zero),
+        ("CapBnd", zero),
+        ("CapAmb", zero),
+        ("NoNewPrivs", "1"),
+        ("Seccomp", "2"),
+        ("Seccomp_filters", "1"),
+    ] {
+        assert_eq!(
+            status_field(&status, name),
+            want,
+            "{name} of gateway {pid}:\n{status}"
+        );
+    }
+    use std::os::unix::fs::MetadataExt;
+    // A dumpable process owns its /proc files (the directory itself keeps
+    // its euid either way).
+    let fds = fs::metadata(format!("/proc/{pid}/fd")).unwrap();
+    assert_eq!(fds.uid(), 0, "gateway {pid} is dumpable");
+    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
+    let sup = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+    assert_eq!(
+        status_field(&sup, "Uid"),
+        "0 0 0 0",
+        "supervisor {parent}:\n{sup}"
+    );
 }
 
 /// A busybox bundle generated from an egress policy running `script`.
@@ -287,27 +363,42 @@ fn run_reaches_allowed_names_only() {
         return;
     };
     let rt = Runtime::sandboy();
+    // It waits (at most 60 s) for the test to have looked at the gateway.
     let script = format!(
-        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad $?; [ -x /bin/probe ] && echo udp $(/bin/probe udp-send 9) raw $(/bin/probe socket 2 3 1); true",
+        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad $?; [ -x /bin/probe ] && echo udp $(/bin/probe udp-send 9) raw $(/bin/probe socket 2 3 1); i=0; while [ ! -e /tmp/seen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; true",
         w.http, w.other
     );
     let bundle = busybox_bundle(&w, &script);
     let id = unique_id("egress-run");
     let _g = rt.guard(&id);
     let rep = w.dir.path().join("run-report.jsonl");
-    let o = run(&mut w.sandboy(
-        &rt,
-        &[
-            "run",
-            "--bundle",
-            bundle.path().to_str().unwrap(),
-            "--report",
-            rep.to_str().unwrap(),
-            &id,
-        ],
-    ));
+    let child = w
+        .sandboy(
+            &rt,
+            &[
+                "run",
+                "--bundle",
+                bundle.path().to_str().unwrap(),
+                "--report",
+                rep.to_str().unwrap(),
+                &id,
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gateway = gateway_pid(&id);
+    assert_deprivileged(gateway);
+    let init = rt.state(&id)["pid"].as_i64().unwrap();
+    fs::write(format!("/proc/{init}/root/tmp/seen"), b"").unwrap();
+    let o = child.wait_with_output().unwrap();
     let stdout = text(&o.stdout);
     assert_exit(&o, 0);
+    assert!(
+        !Path::new(&format!("/proc/{gateway}")).exists(),
+        "gateway {gateway} outlived its container"
+    );
     has(&stdout, "ok hello from upstream");
     assert!(stdout.contains("403"), "{stdout}");
     assert!(!stdout.contains("bad 0"), "{stdout}");
@@ -324,9 +415,7 @@ fn run_reaches_allowed_names_only() {
         "{}",
         text(&o.stderr)
     );
-    assert!(report(&rep)
-        .iter()
-        .any(|(t, _)| t == &format!("bad.egress.test:{}", w.other)));
+    reported_with_client(&rep, &format!("bad.egress.test:{}", w.other), "wget");
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
 }
 
@@ -351,6 +440,13 @@ fn detached_container_keeps_its_gateway_until_delete() {
     );
     let supervisors = pids_mentioning(&id);
     assert!(!supervisors.is_empty(), "no supervisor after create");
+    // The gateway's own process is among them, de-privileged.
+    let gateway = gateway_pid(&id);
+    assert!(
+        supervisors.contains(&gateway),
+        "{gateway} not in {supervisors:?}"
+    );
+    assert_deprivileged(gateway);
     assert_exit(&rt.run(&["start", &id]), 0);
     let fetch = |url: String| {
         rt.run(&[
@@ -555,7 +651,7 @@ echo uid $(id -u)
             "raw errno=EPERM",
         ],
     );
-    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"), "curl");
     let got = report(&report_file);
     for t in [
         format!("web.egress.test:{s}"),

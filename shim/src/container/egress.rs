@@ -74,9 +74,5 @@ pub fn listen(map: &std::collections::HashMap<String, String>, pid: i32) -> Resu
         "binding its sockets",
         || Listeners::bind(&rules, proxy_port),
     )?;
-    Ok(Some(Duty {
-        rules,
-        listeners,
-        init: pid,
-    }))
+    Ok(Some(Duty { rules, listeners }))
 }

@@ -19,7 +19,7 @@ pub mod denials;
 pub mod egress;
 pub mod pidfd;
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -135,9 +135,19 @@ fn supervise(
     kill_all: impl FnOnce(&str) -> Result<()>,
 ) -> i32 {
     let started = Instant::now();
+    let init = target.init.as_raw();
+    // First, while this process has no thread and no report file open:
+    // the gateway's own, de-privileged process (`egress::child`).
+    let mut gateway = duties.egress.take().and_then(|duty| {
+        egress::child::spawn(&target.id, duty.rules, duty.listeners)
+            .map_err(|e| {
+                tracing::warn!(id = %target.id, error = %e, "egress gateway: its process could not be started; the container's connections through it are refused");
+            })
+            .ok()
+    });
     let mut kill_all = Some(kill_all);
     // One report for the audit records and the gateway's refusals.
-    let mut report = (duties.denials.is_some() || duties.egress.is_some()).then(|| {
+    let mut report = (duties.denials.is_some() || gateway.is_some()).then(|| {
         denials::Collector::new(
             &target.id,
             &target.state_dir,
@@ -147,11 +157,6 @@ fn supervise(
                 .as_ref()
                 .map_or_else(Default::default, |d| d.policy.clone()),
         )
-    });
-    let refusals = duties.egress.take().map(|duty| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        egress::start(&target.id, duty, tx);
-        rx
     });
     let socket = duties.denials.as_ref().map(|d| &d.socket);
     let mut buf = vec![0u8; 16 * 1024];
@@ -168,7 +173,7 @@ fn supervise(
             (None, true) => Some(Duration::from_millis(250)),
             (None, false) => None,
         };
-        let exited = match wait_any(pidfd, socket, wait) {
+        let exited = match wait_any(pidfd, socket, gateway.as_ref().and_then(|g| g.fd()), wait) {
             Ok(w) => w,
             Err(_) => return 1,
         };
@@ -176,8 +181,8 @@ fn supervise(
             if let Some(s) = socket {
                 read_ready(s, c, &mut buf);
             }
-            for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
-                c.record(d);
+            if let Some(g) = gateway.as_mut() {
+                g.pump(&target.id, init, |d| c.record(d));
             }
             c.tick();
         }
@@ -186,8 +191,8 @@ fn supervise(
                 if let Some(duty) = duties.denials.as_ref() {
                     drain(duty, c, &mut buf, &target.id);
                 }
-                for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
-                    c.record(d);
+                if let Some(g) = gateway.take() {
+                    g.stop(&target.id, init, |d| c.record(d));
                 }
                 c.finish(duties.denials.as_ref().and_then(|d| d.lost_before));
             }
@@ -201,10 +206,12 @@ fn supervise(
     }
 }
 
-/// Poll the init's pidfd and the audit socket; whether the init exited.
+/// Poll the init's pidfd, the audit socket and the gateway's channel;
+/// whether the init exited.
 fn wait_any(
     pidfd: &Pidfd,
     socket: Option<&audit::Socket>,
+    gateway: Option<BorrowedFd<'_>>,
     wait: Option<Duration>,
 ) -> std::io::Result<bool> {
     let ms = wait.map_or(-1, |w| w.as_millis().min(i32::MAX as u128) as i32);
@@ -212,6 +219,9 @@ fn wait_any(
     let mut fds = vec![PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
     if let Some(s) = socket {
         fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    if let Some(g) = gateway {
+        fds.push(PollFd::new(g, PollFlags::POLLIN));
     }
     match poll(&mut fds, timeout) {
         Ok(_) => Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),

@@ -27,7 +27,7 @@ use sandboy_spec_gen::policy::{Egress, NetNamespace, Policy};
 use crate::container::Ran;
 use crate::error::{Failure, Result};
 use crate::supervisor::denials::{Collector, Denial};
-use crate::supervisor::egress::{self, Duty, Listeners};
+use crate::supervisor::egress::{self, Listeners, Sink};
 
 /// Fds per message (below the kernel's SCM_MAX_FD, 253).
 const CHUNK: usize = 64;
@@ -108,15 +108,7 @@ impl Plan {
                 ))
             })?;
         let (tx, rx) = std::sync::mpsc::channel();
-        egress::start(
-            id,
-            Duty {
-                rules,
-                listeners: fds,
-                init: step,
-            },
-            tx,
-        );
+        egress::start(id, rules, fds, Sink::local(step, tx));
         Ok(Gateway {
             refusals: rx,
             collector: Collector::in_memory(id),
