@@ -540,6 +540,66 @@ fn bad_egress_annotation_is_a_config_error() {
     );
 }
 
+/// A bundle with only the egress annotation (as an engine passes it, with
+/// no sandboy seccomp profile of its own): the runtime's egress guard
+/// refuses UDP (the stub's port included), ICMP and raw sockets with
+/// EPERM in the init and in every `exec`; TCP sockets stay open.
+#[test]
+fn annotation_alone_gets_the_socket_guard_in_init_and_exec() {
+    let test = "annotation_alone_gets_the_socket_guard_in_init_and_exec";
+    if !need_root(test) {
+        return;
+    }
+    let probe = target_dir().join("probes/probe");
+    if !probe.exists() {
+        return skip(test, "the C probe is not built (make probes)");
+    }
+    let rt = Runtime::sandboy();
+    let script = "echo init $(probe udp-send 9) $(probe udp-send 53) $(probe socket 2 2 1) $(probe socket 2 3 1) $(probe socket 2 1 0) > /tmp/init.txt; sleep 600";
+    let bundle = Bundle::busybox(&["sh", "-c", script]);
+    fs::copy(&probe, bundle.rootfs().join("bin/probe")).unwrap();
+    bundle.edit(|c| {
+        c["annotations"]["dev.sandboy.egress"] =
+            serde_json::json!(r#"{"allow":["a.example.com:443"],"proxy_port":3128}"#);
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "network"}));
+        c["process"]["env"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!("PATH=/bin:/usr/bin"));
+    });
+    let id = unique_id("egress-guard");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.create(&bundle, &id), 0);
+    assert_exit(&rt.run(&["start", &id]), 0);
+    let o = rt.run(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "echo exec $(probe udp-send 9) $(probe udp-send 53) $(probe socket 10 2 0) $(probe socket 2 3 1) $(probe socket 2 1 0)",
+    ]);
+    assert_exit(&o, 0);
+    has(
+        &text(&o.stdout),
+        "exec errno=EPERM errno=EPERM errno=EPERM errno=EPERM ok",
+    );
+    let init = rt.state(&id)["pid"].as_i64().unwrap();
+    let file = format!("/proc/{init}/root/tmp/init.txt");
+    for _ in 0..200 {
+        if fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n')) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    has(
+        &fs::read_to_string(&file).unwrap_or_default(),
+        "init errno=EPERM errno=EPERM errno=EPERM errno=EPERM ok",
+    );
+}
+
 /// Unprivileged `wrap`, namespaces tier: the step's own network namespace
 /// gets the gateway, served by the wrap process outside it (as the user,
 /// unconfined). Each refusal next to its allowed counterpart; the report
