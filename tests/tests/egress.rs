@@ -474,6 +474,28 @@ fn detached_container_keeps_its_gateway_until_delete() {
         "no report entry in {}",
         state_report.display()
     );
+    // Fail closed: once the gateway's process is gone (killed here), the
+    // allowed host is not reached any more — nothing else serves the
+    // sockets (the supervisor kept no copy) — and the container runs on.
+    // SAFETY: kill(2) of a pid found above, with no pointers.
+    assert_eq!(unsafe { libc::kill(gateway, libc::SIGKILL) }, 0);
+    for _ in 0..100 {
+        if !Path::new(&format!("/proc/{gateway}")).exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !Path::new(&format!("/proc/{gateway}")).exists(),
+        "gateway {gateway} not reaped"
+    );
+    let gone = fetch(format!("http://web.egress.test:{}/index.html", w.http));
+    let gone = text(&gone.stdout);
+    assert!(
+        !gone.contains("hello from upstream") && !gone.contains("rc=0"),
+        "{gone}"
+    );
+    assert_eq!(rt.status(&id), "running");
     assert_exit(&rt.run(&["delete", "--force", &id]), 0);
     drop(g);
     for pid in supervisors {

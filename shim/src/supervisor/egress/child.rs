@@ -54,6 +54,10 @@ pub const GID: u32 = 65534;
 pub const COMM: &str = "sandboy-egress";
 /// Warnings from the gateway logged at most (it is untrusted).
 const MAX_WARNINGS: u32 = 32;
+/// Client lookups (a walk of /proc) per wake-up of the supervisor: a
+/// flood of refusals from a subverted gateway must not hold the
+/// supervisor (its deadline kill); more are reported without the client.
+const MAX_LOOKUPS: usize = 16;
 
 /// Directories the host resolver reads: its configuration and the NSS
 /// modules glibc loads (those that exist are granted, read-only).
@@ -327,10 +331,17 @@ impl Gateway {
     /// each refusal. Notices when the gateway's process ended.
     pub fn pump(&mut self, id: &str, init: i32, mut record: impl FnMut(Denial)) {
         let pid = self.pid.as_raw();
+        let mut lookups = 0;
         for m in self.channel.read() {
             match m {
                 Message::Refused { seq, refused } => {
-                    record(refused.settle(id, init));
+                    let who = if lookups < MAX_LOOKUPS && refused.peer.is_some() {
+                        lookups += 1;
+                        refused.client(init)
+                    } else {
+                        None
+                    };
+                    record(refused.settle(id, who));
                     self.channel.ack(seq);
                 }
                 Message::Warn { message } => {

@@ -242,11 +242,16 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The refusal settled where processes can be looked up: the client
-    /// found by its socket in the network namespace of `init`, a warn
-    /// event, and the report's entry.
-    pub fn settle(&self, id: &str, init: i32) -> Denial {
-        let who: Client = self.peer.and_then(|p| client::find(init, p));
+    /// The client, found by its socket in the network namespace of `init`
+    /// (where processes can be looked up: the supervisor, or unprivileged
+    /// wrap's watchdog).
+    pub fn client(&self, init: i32) -> Client {
+        self.peer.and_then(|p| client::find(init, p))
+    }
+
+    /// The refusal settled: a warn event and the report's entry, with the
+    /// client `who` when found.
+    pub fn settle(&self, id: &str, who: Client) -> Denial {
         let (host, port, via) = (self.host.as_str(), self.port, self.via.as_str());
         let pid = who.as_ref().map(|w| w.0);
         let comm = who.as_ref().map_or("?", |w| w.1.as_str());
@@ -350,7 +355,7 @@ impl Shared {
     fn report(&self, r: Refused) {
         match &self.sink {
             Sink::Local { init, report } => {
-                let d = r.settle(&self.id, *init);
+                let d = r.settle(&self.id, r.client(*init));
                 let _ = report.lock().unwrap_or_else(|e| e.into_inner()).send(d);
             }
             Sink::Supervisor(tx) => tx.refused(r),
