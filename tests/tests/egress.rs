@@ -518,6 +518,52 @@ fn detached_container_keeps_its_gateway_until_delete() {
     );
 }
 
+/// The gateway's process dies with its supervisor (PR_SET_PDEATHSIG, set
+/// after its id change): a supervisor killed outright leaves no gateway
+/// serving the container's sockets; delete still cleans up.
+#[test]
+fn the_gateway_dies_with_its_supervisor() {
+    let Some(w) = World::start("the_gateway_dies_with_its_supervisor") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let bundle = busybox_bundle(&w, "sleep 600");
+    let id = unique_id("egress-orphan");
+    let g = rt.guard(&id);
+    assert_exit(
+        &run(&mut w.sandboy(
+            &rt,
+            &["create", "--bundle", bundle.path().to_str().unwrap(), &id],
+        )),
+        0,
+    );
+    let gateway = gateway_pid(&id);
+    let status = fs::read_to_string(format!("/proc/{gateway}/status")).unwrap();
+    let supervisor: i32 = status_field(&status, "PPid").parse().unwrap();
+    // SAFETY: kill(2) of the supervisor found above, with no pointers.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    // Dead: gone, or a zombie until whoever inherited it reaps it.
+    let dead = || {
+        fs::read_to_string(format!("/proc/{gateway}/stat")).map_or(true, |st| {
+            st.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+        })
+    };
+    for _ in 0..100 {
+        if dead() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        dead(),
+        "gateway {gateway} outlived its supervisor {supervisor}"
+    );
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    drop(g);
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+}
+
 /// A config.json whose egress annotation was edited by hand is refused
 /// before anything exists (exit 2), and so is one on the host's network.
 #[test]

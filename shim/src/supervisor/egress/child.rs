@@ -10,7 +10,7 @@
 //! * the capability bounding set is emptied, supplementary groups cleared,
 //!   real/effective/saved ids set to `nobody` ([`UID`], [`GID`]), every
 //!   capability set cleared (ambient too), `no_new_privs` set, not dumpable
-//!   (no ptrace, no core, root-owned `/proc/<pid>`), killed when the
+//!   (no ptrace, no core, its `/proc/<pid>/*` root's), killed when the
 //!   supervisor dies (set after the id change, which clears it; then the
 //!   parent is checked);
 //! * Landlock: read-only `/etc` and the library directories (the host
@@ -45,7 +45,7 @@ use crate::supervisor::denials::Denial;
 
 /// The gateway's user: `nobody`. It owns nothing on a usual host, and the
 /// gateways of different containers cannot reach each other although they
-/// share it: not dumpable (no ptrace, root-owned `/proc/<pid>`), signals
+/// share it: not dumpable (no ptrace, its `/proc/<pid>/*` root's), signals
 /// and abstract sockets scoped by Landlock, ptrace denied by seccomp.
 pub const UID: u32 = 65534;
 /// The gateway's group: `nogroup`.
@@ -118,6 +118,7 @@ pub struct Gateway {
 /// of them. Call while single-threaded.
 pub fn spawn(id: &str, rules: Egress, listeners: Listeners) -> std::io::Result<Gateway> {
     let (ours, theirs) = UnixStream::pair()?;
+    let channel = Receiver::new(ours)?;
     let supervisor = getpid();
     // SAFETY: the supervisor is single-threaded here (see `supervise`); the
     // child continues as a fresh single-threaded process.
@@ -126,13 +127,13 @@ pub fn spawn(id: &str, rules: Egress, listeners: Listeners) -> std::io::Result<G
             drop((theirs, listeners));
             Ok(Gateway {
                 pid: child,
-                channel: Receiver::new(ours)?,
+                channel,
                 warnings: 0,
                 reaped: false,
             })
         }
         ForkResult::Child => {
-            drop(ours);
+            drop(channel);
             serve(id, rules, listeners, theirs, supervisor)
         }
     }
