@@ -259,7 +259,8 @@ echo tcp-socket $({p} socket 2 1 0)
 }
 
 /// The container's gateway process (`sandboy-egress`, forked by its
-/// supervisor), once it is there: exactly one.
+/// supervisor), once it is there: exactly one. It takes that name only
+/// once it has dropped its privileges and confined itself.
 fn gateway_pid(id: &str) -> i32 {
     for _ in 0..400 {
         let found: Vec<i32> = pids_mentioning(id)
@@ -290,24 +291,49 @@ fn status_field(status: &str, name: &str) -> String {
         .unwrap_or_default()
 }
 
-/// What the host sees of the gateway process: it runs as nobody with no
-/// capability in any set (bounding and ambient included), no_new_privs
-/// and a seccomp filter; it is not dumpable (its /proc files are root's);
-/// its parent, the supervisor, is still root (it looks refused clients up
-/// in root-owned /proc/<pid>/fd). Landlock is not shown in /proc: the
-/// gateway checks it itself before it serves (a path no rule grants must
-/// be refused), and serves nothing otherwise.
+/// What the host sees of the gateway process of a root container: it
+/// runs as nobody with no capability in any set (bounding and ambient
+/// included) and no supplementary group; and as [`assert_confined`] says.
+/// Its parent, the supervisor, is still root (it looks refused clients up
+/// in root-owned /proc/<pid>/fd).
 fn assert_deprivileged(pid: i32) {
+    let status = assert_confined(pid, 65534, 65534);
+    let zero = "0000000000000000";
+    for (name, want) in [("Groups", ""), ("CapBnd", zero)] {
+        assert_eq!(
+            status_field(&status, name),
+            want,
+            "{name} of gateway {pid}:\n{status}"
+        );
+    }
+    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
+    let sup = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+    assert_eq!(
+        status_field(&sup, "Uid"),
+        "0 0 0 0",
+        "supervisor {parent}:\n{sup}"
+    );
+}
+
+/// The gateway process `pid` runs as `uid`/`gid` with no capability in
+/// its permitted, effective, inheritable and ambient sets, no_new_privs and
+/// one seccomp filter, not dumpable (its /proc files are root's). Landlock
+/// is not shown in /proc: the gateway checks it itself before it serves (a
+/// path no rule grants must be refused), and serves nothing otherwise.
+/// Returns its status.
+fn assert_confined(pid: i32, uid: u32, gid: u32) -> String {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let zero = "0000000000000000";
+    let (uids, gids) = (
+        format!("{uid} {uid} {uid} {uid}"),
+        format!("{gid} {gid} {gid} {gid}"),
+    );
     for (name, want) in [
-        ("Uid", "65534 65534 65534 65534"),
-        ("Gid", "65534 65534 65534 65534"),
-        ("Groups", ""),
+        ("Uid", uids.as_str()),
+        ("Gid", gids.as_str()),
         ("CapInh", zero),
         ("CapPrm", zero),
         ("CapEff", zero),
-        ("CapBnd", zero),
         ("CapAmb", zero),
         ("NoNewPrivs", "1"),
         ("Seccomp", "2"),
@@ -324,13 +350,7 @@ fn assert_deprivileged(pid: i32) {
     // its euid either way).
     let fds = fs::metadata(format!("/proc/{pid}/fd")).unwrap();
     assert_eq!(fds.uid(), 0, "gateway {pid} is dumpable");
-    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
-    let sup = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
-    assert_eq!(
-        status_field(&sup, "Uid"),
-        "0 0 0 0",
-        "supervisor {parent}:\n{sup}"
-    );
+    status
 }
 
 /// A busybox bundle generated from an egress policy running `script`.
@@ -735,18 +755,36 @@ echo tcp-socket $({c} socket 2 1 0)
 echo raw $({c} socket 2 3 1)
 echo resolv $(cat /etc/resolv.conf)
 echo uid $(id -u)
+read seen || true
 "#
     );
     let report_file = out.join("report.jsonl");
     let id = unique_id("egress-u");
-    let o_ = run(w
+    // The step waits on its stdin for the test to have looked at the
+    // gateway's process: confined too, as the user.
+    let mut child = w
         .as_user(&user, &sandboy)
         .args(["wrap", "--isolation", "namespaces", "--id", &id, "--policy"])
         .arg(&policy)
         .arg("--report")
         .arg(&report_file)
         .args(["--", "sh", "-c", &script])
-        .current_dir(w.dir.path()));
+        .current_dir(w.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gateway = gateway_pid(&id);
+    let status = assert_confined(gateway, user.uid, user.gid);
+    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
+    let watchdog = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+    assert_eq!(
+        status_field(&watchdog, "Uid"),
+        format!("{u} {u} {u} {u}", u = user.uid)
+    );
+    drop(child.stdin.take());
+    let o_ = child.wait_with_output().unwrap();
     let stdout = text(&o_.stdout);
     let stderr = text(&o_.stderr);
     eprintln!("{stdout}\n{stderr}");
@@ -795,8 +833,9 @@ echo uid $(id -u)
     );
     assert!(stderr.contains("egress refused"), "no warn event");
     assert!(stderr.contains(&id), "the warn events carry the id");
+    assert!(!stderr.contains("its process ended"), "{stderr}");
     assert!(stderr.contains("refusals: "), "no summary");
-    // Nothing left: the gateway lived in the wrap process.
+    // Nothing left: the gateway's process ended with the wrap process.
     assert!(
         user.processes().is_empty(),
         "processes left: {:?}",

@@ -139,7 +139,11 @@ fn supervise(
     // First, while this process has no thread and no report file open:
     // the gateway's own, de-privileged process (`egress::child`).
     let mut gateway = duties.egress.take().and_then(|duty| {
-        egress::child::spawn(&target.id, duty.rules, duty.listeners)
+        egress::child::spawn(
+            duty.rules,
+            duty.listeners,
+            egress::child::Identity::Nobody,
+        )
             .map_err(|e| {
                 tracing::warn!(id = %target.id, error = %e, "egress gateway: its process could not be started; the container's connections through it are refused");
             })

@@ -40,7 +40,7 @@ use sandboy_spec_gen::policy::{Egress, Policy};
 use sandboy_spec_gen::{guards, render};
 
 use super::channel::{self, Message, Receiver};
-use super::{Listeners, Sink};
+use super::Listeners;
 use crate::supervisor::denials::Denial;
 
 /// The gateway's user: `nobody`. It owns nothing on a usual host, and the
@@ -50,7 +50,8 @@ use crate::supervisor::denials::Denial;
 pub const UID: u32 = 65534;
 /// The gateway's group: `nogroup`.
 pub const GID: u32 = 65534;
-/// Its name in `ps` (and `/proc/<pid>/comm`).
+/// Its name in `ps` (and `/proc/<pid>/comm`), taken once it has dropped
+/// everything and is confined (before, it is called as its parent).
 pub const COMM: &str = "sandboy-egress";
 /// Warnings from the gateway logged at most (it is untrusted).
 const MAX_WARNINGS: u32 = 32;
@@ -75,6 +76,18 @@ name = "egress-gateway"
 namespace = "host"
 udp = [53]
 "#;
+
+/// Who the gateway's process becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// Forked by the root supervisor: [`UID`]/[`GID`], no supplementary
+    /// group, every capability gone (bounding set included).
+    Nobody,
+    /// Forked by unprivileged wrap's watchdog: it keeps the caller's ids
+    /// (it may not change them) and drops whatever capabilities it has;
+    /// confined the same way.
+    Caller,
+}
 
 /// Why the gateway's process does not serve.
 #[derive(Debug, thiserror::Error)]
@@ -114,9 +127,11 @@ pub struct Gateway {
     reaped: bool,
 }
 
-/// Fork the gateway's process for `listeners`; this process keeps no copy
-/// of them. Call while single-threaded.
-pub fn spawn(id: &str, rules: Egress, listeners: Listeners) -> std::io::Result<Gateway> {
+/// Fork the gateway's process for `listeners`, becoming `who`; this
+/// process keeps no copy of them. Call while single-threaded, from the
+/// thread that will outlive it (the parent death signal follows the
+/// thread that forked).
+pub fn spawn(rules: Egress, listeners: Listeners, who: Identity) -> std::io::Result<Gateway> {
     let (ours, theirs) = UnixStream::pair()?;
     let channel = Receiver::new(ours)?;
     let supervisor = getpid();
@@ -134,24 +149,25 @@ pub fn spawn(id: &str, rules: Egress, listeners: Listeners) -> std::io::Result<G
         }
         ForkResult::Child => {
             drop(channel);
-            serve(id, rules, listeners, theirs, supervisor)
+            serve(rules, listeners, theirs, supervisor, who)
         }
     }
 }
 
 /// In the child: drop, confine, check, serve; never returns.
-fn serve(id: &str, rules: Egress, listeners: Listeners, chan: UnixStream, parent: Pid) -> ! {
-    if let Ok(name) = std::ffi::CString::new(COMM) {
-        let _ = nix::sys::prctl::set_name(&name);
-    }
+fn serve(rules: Egress, listeners: Listeners, chan: UnixStream, parent: Pid, who: Identity) -> ! {
     let tx = channel::Sender::new(chan);
     let mut keep = listeners.raw_fds();
     keep.push(tx.raw_fd());
-    if let Err(e) = neutralise_fds(&keep).and_then(|()| deprivilege(&rules, parent)) {
+    if let Err(e) = neutralise_fds(&keep).and_then(|()| deprivilege(&rules, parent, who)) {
         tx.warn(&format!("the gateway does not serve: {e}"));
         std::process::exit(1);
     }
-    super::start(id, rules, listeners, Sink::Supervisor(tx));
+    // Named only now: a process called so has dropped and is confined.
+    if let Ok(name) = std::ffi::CString::new(COMM) {
+        let _ = nix::sys::prctl::set_name(&name);
+    }
+    super::start(rules, listeners, tx);
     loop {
         std::thread::park();
     }
@@ -186,14 +202,16 @@ fn neutralise_fds(keep: &[RawFd]) -> Result<(), DropError> {
 
 /// Ids, capabilities, no_new_privs, dumpable, parent death signal,
 /// Landlock, seccomp; then the checks.
-fn deprivilege(rules: &Egress, parent: Pid) -> Result<(), DropError> {
+fn deprivilege(rules: &Egress, parent: Pid, who: Identity) -> Result<(), DropError> {
     // Prepared while the rule paths can still be opened by anyone.
     let (landlock, seccomp) = confinement(rules)?;
-    caps::clear(None, CapSet::Bounding).map_err(caps_err("emptying the bounding set"))?;
-    nix::unistd::setgroups(&[]).map_err(kernel("setgroups([])"))?;
-    let (uid, gid) = (Uid::from_raw(UID), Gid::from_raw(GID));
-    nix::unistd::setresgid(gid, gid, gid).map_err(kernel("setresgid"))?;
-    nix::unistd::setresuid(uid, uid, uid).map_err(kernel("setresuid"))?;
+    if who == Identity::Nobody {
+        caps::clear(None, CapSet::Bounding).map_err(caps_err("emptying the bounding set"))?;
+        nix::unistd::setgroups(&[]).map_err(kernel("setgroups([])"))?;
+        let (uid, gid) = (Uid::from_raw(UID), Gid::from_raw(GID));
+        nix::unistd::setresgid(gid, gid, gid).map_err(kernel("setresgid"))?;
+        nix::unistd::setresuid(uid, uid, uid).map_err(kernel("setresuid"))?;
+    }
     // The id change cleared permitted and effective; clear all of them
     // anyway (ambient first: it must stay within the others).
     for set in [
@@ -211,7 +229,7 @@ fn deprivilege(rules: &Egress, parent: Pid) -> Result<(), DropError> {
     if getppid() != parent {
         return Err(DropError::Check("the supervisor is gone".into()));
     }
-    check_status()?;
+    check_status(who)?;
     landlock.restrict_self()?;
     seccomp.install()?;
     check_confined()
@@ -263,7 +281,7 @@ pub fn upstream_ports(rules: &Egress) -> Vec<u16> {
 }
 
 /// What `/proc/self/status` says, as the host's tools would see it.
-fn check_status() -> Result<(), DropError> {
+fn check_status(who: Identity) -> Result<(), DropError> {
     let status = std::fs::read_to_string("/proc/self/status")
         .map_err(kernel("reading /proc/self/status"))?;
     let field = |name: &str| {
@@ -273,20 +291,26 @@ fn check_status() -> Result<(), DropError> {
             .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
             .unwrap_or_default()
     };
-    let ids = format!("{UID} {UID} {UID} {UID}");
-    let gids = format!("{GID} {GID} {GID} {GID}");
+    let (uid, gid) = match who {
+        Identity::Nobody => (UID, GID),
+        Identity::Caller => (Uid::current().as_raw(), Gid::current().as_raw()),
+    };
+    let ids = format!("{uid} {uid} {uid} {uid}");
+    let gids = format!("{gid} {gid} {gid} {gid}");
     let zero = "0000000000000000";
-    let want = [
+    let mut want = vec![
         ("Uid", ids.as_str()),
         ("Gid", gids.as_str()),
-        ("Groups", ""),
         ("CapInh", zero),
         ("CapPrm", zero),
         ("CapEff", zero),
-        ("CapBnd", zero),
         ("CapAmb", zero),
         ("NoNewPrivs", "1"),
     ];
+    // Only root may empty the bounding set and the groups.
+    if who == Identity::Nobody {
+        want.extend([("Groups", ""), ("CapBnd", zero)]);
+    }
     for (name, value) in want {
         let got = field(name);
         if got != value {
@@ -358,13 +382,18 @@ impl Gateway {
             self.reaped = true;
             let _ = kill(self.pid, Signal::SIGKILL);
             let status = waitpid(self.pid, None);
-            tracing::warn!(
-                id,
-                gateway = pid,
-                status = ?status,
-                malformed = self.channel.malformed,
-                "egress gateway: its process ended; the container's connections through it are refused"
-            );
+            // Worth a word only while the container still runs (unprivileged
+            // wrap's watchdog kills its descendants, this one included, once
+            // the step has ended).
+            if running(init) {
+                tracing::warn!(
+                    id,
+                    gateway = pid,
+                    status = ?status,
+                    malformed = self.channel.malformed,
+                    "egress gateway: its process ended; the container's connections through it are refused"
+                );
+            }
         }
     }
 
@@ -385,6 +414,14 @@ impl Gateway {
             );
         }
     }
+}
+
+/// Whether process `pid` exists and has not exited (a zombie has).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        st.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']))
+    })
 }
 
 #[cfg(test)]

@@ -37,7 +37,6 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use sandboy_spec_gen::policy::Egress;
@@ -243,8 +242,8 @@ pub struct Refused {
 
 impl Refused {
     /// The client, found by its socket in the network namespace of `init`
-    /// (where processes can be looked up: the supervisor, or unprivileged
-    /// wrap's watchdog).
+    /// (by the side that can look processes up: the supervisor, or
+    /// unprivileged wrap's watchdog).
     pub fn client(&self, init: i32) -> Client {
         self.peer.and_then(|p| client::find(init, p))
     }
@@ -314,60 +313,28 @@ impl Refused {
     }
 }
 
-/// Where the gateway's refusals and warnings go.
-pub enum Sink {
-    /// Settled in this process (unprivileged wrap's watchdog, which looks
-    /// up the step's processes itself): `init` is the step's first child;
-    /// entries go to `report`.
-    Local {
-        init: i32,
-        report: Mutex<Sender<Denial>>,
-    },
-    /// To the supervisor, from the gateway's own de-privileged process.
-    Supervisor(channel::Sender),
-}
-
-impl Sink {
-    /// Refusals settled here, sent to `report`.
-    pub fn local(init: i32, report: Sender<Denial>) -> Sink {
-        Sink::Local {
-            init,
-            report: Mutex::new(report),
-        }
-    }
-}
-
 /// What every connection handler shares.
 pub struct Shared {
-    pub id: String,
     pub rules: Egress,
     pub names: Names,
-    sink: Sink,
+    /// Refusals and warnings go to the supervisor (or unprivileged wrap's
+    /// watchdog), which settles them.
+    report: channel::Sender,
     /// Connections being served.
     open: AtomicUsize,
 }
 
 impl Shared {
-    /// A refusal: settled here, or sent to the supervisor and settled
-    /// there. Returns once the client was looked up (or the supervisor did
-    /// not answer in time), so call it before answering the client, which
-    /// may close its socket at once after the answer.
+    /// A refusal, sent to be settled. Returns once its client was looked
+    /// up (or the other side did not answer in time), so call it before
+    /// answering the client, which may close its socket at once after.
     fn report(&self, r: Refused) {
-        match &self.sink {
-            Sink::Local { init, report } => {
-                let d = r.settle(&self.id, r.client(*init));
-                let _ = report.lock().unwrap_or_else(|e| e.into_inner()).send(d);
-            }
-            Sink::Supervisor(tx) => tx.refused(r),
-        }
+        self.report.refused(r);
     }
 
     /// A warning that is not a refusal.
     fn warn(&self, message: &str) {
-        match &self.sink {
-            Sink::Local { .. } => tracing::warn!(id = %self.id, "egress: {message}"),
-            Sink::Supervisor(tx) => tx.warn(message),
-        }
+        self.report.warn(message);
     }
 
     /// A connection refused: a warn event and a report entry.
@@ -421,14 +388,13 @@ impl Shared {
     }
 }
 
-/// Serve the gateway's sockets on threads of their own; refusals go to
-/// `sink`.
-pub fn start(id: &str, rules: Egress, listeners: Listeners, sink: Sink) {
+/// Serve the gateway's sockets on threads of their own (in the gateway's
+/// process, [`child`]); refusals go to `report`.
+pub fn start(rules: Egress, listeners: Listeners, report: channel::Sender) {
     let shared = Arc::new(Shared {
-        id: id.to_string(),
         rules,
         names: Names::default(),
-        sink,
+        report,
         open: AtomicUsize::new(0),
     });
     let Listeners {
