@@ -241,7 +241,18 @@ fn confinement(rules: &Egress) -> Result<(PreparedLandlock, CompiledSeccomp), Dr
         .map_err(|e| DropError::Policy(e.to_string()))?;
     policy.read = read_paths();
     policy.connect = upstream_ports(rules);
-    let landlock = sandboy_confine::landlock::prepare(&render::ruleset(&policy))?
+    let mut ruleset = render::ruleset(&policy);
+    // The filesystem rules are required (Landlock ABI 1; without them it
+    // does not serve); the TCP port rules (ABI 4) and scopes (ABI 6) are
+    // added where the kernel has them, seccomp holding the rest.
+    let abi = sandboy_confine::landlock::abi_version();
+    if abi < 4 {
+        ruleset.net = None;
+    }
+    if abi < 6 {
+        ruleset.scope.clear();
+    }
+    let landlock = sandboy_confine::landlock::prepare(&ruleset)?
         .ok_or_else(|| DropError::Check("Landlock is not available".into()))?;
     let mut profile = render::seccomp(&policy);
     let mut syscalls = profile.syscalls().clone().unwrap_or_default();
