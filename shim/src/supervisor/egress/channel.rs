@@ -320,6 +320,45 @@ mod tests {
         assert!(rx.fd().is_none());
     }
 
+    /// What a subverted gateway may send: 50,000 mutants of a valid
+    /// refusal line are each decoded (within bounds) or dropped, never a
+    /// panic; and the receiver keeps going after them.
+    #[test]
+    fn mutated_lines_never_panic() {
+        let seed = serde_json::to_vec(&Message::Refused {
+            seq: 7,
+            refused: refused("bad.example"),
+        })
+        .unwrap();
+        for m in crate::supervisor::egress::mutate::mutants(&seed, 50_000, 3) {
+            if let Some(Message::Refused { refused: r, .. }) = decode(&m) {
+                assert!(r.host.len() <= MAX_FIELD, "{m:?}");
+            }
+        }
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let mut rx = Receiver::new(b).unwrap();
+        for m in crate::supervisor::egress::mutate::mutants(&seed, 200, 4) {
+            let m: Vec<u8> = m.into_iter().filter(|b| *b != b'\n').collect();
+            a.write_all(&m).unwrap();
+            a.write_all(b"\n").unwrap();
+            rx.read();
+        }
+        a.write_all(&seed).unwrap();
+        a.write_all(b"\n").unwrap();
+        drop(a);
+        let mut last = Vec::new();
+        while rx.is_open() {
+            last.extend(rx.read());
+        }
+        assert_eq!(
+            last.last(),
+            Some(&Message::Refused {
+                seq: 7,
+                refused: refused("bad.example")
+            })
+        );
+    }
+
     #[test]
     fn long_fields_are_cut_on_a_char_boundary() {
         let mut s = "é".repeat(MAX_FIELD);
