@@ -26,7 +26,7 @@ fn net_enforcement(o: &mut String, p: &Policy, ports: &dyn Fn(&[u16]) -> String)
         if p.udp.is_empty() {
             let _ = writeln!(
                 o,
-                "    UDP sockets: refused (EPERM; add `udp = [53]` to open them)"
+                "    UDP sockets: refused (EPERM; add `udp = [53]` to open them, except with allow/allow_cidr)"
             );
         } else {
             let _ = writeln!(o, "    UDP ports {}: UDP sockets opened for EVERY port (seccomp cannot see ports; Landlock has no UDP port rules below ABI {ABI_UDP}, the first that could scope them)", ports(&p.udp));
@@ -239,7 +239,7 @@ fn egress(o: &mut String, e: &Egress) {
     if e.is_active() {
         let _ = writeln!(o, "    host rules: enforced by sandboy's egress gateway (docs/egress.md): own network namespace with only loopback; an HTTP proxy on 127.0.0.1:{} (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY set), a DNS stub on 127.0.0.53 giving each allowed name a synthetic 127.x.y.z, served from outside by the container's supervisor (unprivileged `sandboy wrap`: by wrap itself, namespaces tier only; the landlock tier refuses the rules under enforce)", e.proxy_port());
         let _ = writeln!(o, "    refused (403, NXDOMAIN or a closed connection; warned and reported): unlisted names and ports, IP literals outside allow_cidr, names resolving to loopback/private/link-local addresses outside allow_cidr, TLS whose server name is not the allowed host");
-        let _ = writeln!(o, "    DNS goes over TCP (resolv.conf `options use-vc`); a resolver that only speaks UDP (musl, busybox) cannot resolve unless `udp = [53]` is set, and proxy-unaware clients without the libc resolver reach nothing");
+        let _ = writeln!(o, "    DNS goes over TCP (resolv.conf `options use-vc`); UDP sockets fail with EPERM (`udp` cannot be set with allow/allow_cidr), so a resolver that only speaks UDP (musl, busybox) resolves nothing, and proxy-unaware clients without the libc resolver reach nothing");
     }
 }
 

@@ -149,6 +149,7 @@ const IPPROTO_ICMP: u64 = 1;
 const IPPROTO_ICMPV6: u64 = 58;
 const IPPROTO_SCTP: u64 = 132;
 const IPPROTO_MPTCP: u64 = 262;
+const AF_UNIX: u64 = 1;
 const AF_INET: u64 = 2;
 const AF_INET6: u64 = 10;
 const AF_NETLINK: u64 = 16;
@@ -233,158 +234,205 @@ fn per_bit(out: &mut Vec<LinuxSyscall>, name: &str, index: usize, bits: &[u64], 
     }
 }
 
+/// `socket(AF_UNIX, …)` fails with EACCES (`socketpair` still works), for
+/// processes on the host's filesystem, where pathname UNIX sockets of the
+/// user or of root (ssh-agent, D-Bus, an engine's API) answer any process
+/// that may connect: Landlock restricts them only from ABI 9 and seccomp
+/// cannot see a connect's address. Unprivileged `wrap` adds it unless
+/// `[net] unix = true`; the egress gateway's own process always.
+pub fn unix_sockets() -> LinuxSyscall {
+    let v = Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(EACCES),
+    };
+    rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)])
+}
+
 /// The seccomp rules of the guards a policy has on, in [`GUARDS`] order.
 pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
-    let own = Verdict {
-        action: p.action,
-        errno: None,
-    };
-    let fixed = |e: u32| Verdict {
-        action: p.action,
-        errno: Some(e),
-    };
     let net = net_restricted(p);
     let mut out = Vec::new();
     for g in GUARDS {
         if !p.deny.iter().any(|d| d == g.name) || (g.kind == Kind::Net && !net) {
             continue;
         }
-        match g.name {
-            "clone-namespaces" => {
-                per_bit(&mut out, "clone", 0, CLONE_NEW, own);
-                out.push(rule(&["clone3"], fixed(ENOSYS), vec![]));
-            }
-            "setuid-modes" => {
-                let bits = [S_ISUID, S_ISGID];
-                for (name, index) in [
-                    ("chmod", 1),
-                    ("fchmod", 1),
-                    ("fchmodat", 2),
-                    ("fchmodat2", 2),
-                    ("creat", 1),
-                    ("open", 2),
-                    ("openat", 3),
-                    ("mknod", 1),
-                    ("mknodat", 2),
-                ] {
-                    per_bit(&mut out, name, index, &bits, own);
-                }
-                out.push(rule(&["openat2"], fixed(ENOSYS), vec![]));
-            }
-            "memfd-exec" => per_bit(&mut out, "memfd_create", 1, &[MFD_EXEC], own),
-            // The request is an `unsigned int`: compared under the 32-bit
-            // mask, so high garbage cannot hide it (CVE-2019-10063).
-            "tty-inject" => {
-                for request in [TIOCSTI, TIOCLINUX] {
-                    out.push(rule(
-                        &["ioctl"],
-                        fixed(EPERM),
-                        vec![masked(1, INT, request)],
-                    ));
-                }
-            }
-            "tcp-fastopen" => {
-                let v = fixed(EOPNOTSUPP);
-                per_bit(&mut out, "sendto", 3, &[MSG_FASTOPEN], v);
-                per_bit(&mut out, "sendmsg", 2, &[MSG_FASTOPEN], v);
-                per_bit(&mut out, "sendmmsg", 3, &[MSG_FASTOPEN], v);
-                for opt in [TCP_FASTOPEN, TCP_FASTOPEN_CONNECT] {
-                    out.push(rule(
-                        &["setsockopt"],
-                        fixed(ENOPROTOOPT),
-                        vec![masked(1, INT, IPPROTO_TCP), masked(2, INT, opt)],
-                    ));
-                }
-            }
-            "mptcp" => out.push(rule(
-                &["socket"],
-                fixed(EPROTONOSUPPORT),
-                vec![masked(2, INT, IPPROTO_MPTCP)],
-            )),
-            "unbound-listen" if p.bind.is_empty() => {
-                out.push(rule(&["listen"], fixed(EACCES), vec![]));
-            }
-            "unbound-listen" => {}
-            "socket-raw" => {
-                let v = fixed(SOCKET_ERRNO);
-                // Only in the inet families: netlink sockets are SOCK_RAW
-                // too, and AF_PACKET is refused with the exotic families.
-                for fam in [AF_INET, AF_INET6] {
-                    for t in [SOCK_RAW, SOCK_PACKET] {
-                        out.push(rule(
-                            &["socket"],
-                            v,
-                            vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, t)],
-                        ));
-                    }
-                }
-                for (fam, proto) in [(AF_INET, IPPROTO_ICMP), (AF_INET6, IPPROTO_ICMPV6)] {
-                    out.push(rule(
-                        &["socket"],
-                        v,
-                        vec![
-                            masked(0, INT, fam),
-                            masked(1, SOCK_TYPE_MASK, SOCK_DGRAM),
-                            masked(2, INT, proto),
-                        ],
-                    ));
-                }
-            }
-            "socket-sctp" => {
-                let v = fixed(SOCKET_ERRNO);
-                for fam in [AF_INET, AF_INET6] {
-                    out.push(rule(
-                        &["socket"],
-                        v,
-                        vec![masked(0, INT, fam), masked(2, INT, IPPROTO_SCTP)],
-                    ));
-                    out.push(rule(
-                        &["socket"],
-                        v,
-                        vec![
-                            masked(0, INT, fam),
-                            masked(1, SOCK_TYPE_MASK, SOCK_SEQPACKET),
-                        ],
-                    ));
-                }
-            }
-            "socket-netlink" => out.push(rule(
-                &["socket"],
-                fixed(SOCKET_ERRNO),
-                vec![
-                    masked(0, INT, AF_NETLINK),
-                    cmp(2, LinuxSeccompOperator::ScmpCmpNe, NETLINK_ROUTE),
-                ],
-            )),
-            "socket-families" => {
-                let v = fixed(SOCKET_ERRNO);
-                // Allowed: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16
-                // (AF_UNSPEC 0 fails in the kernel). A value above 16 in
-                // the low half is above 16 in the whole register too.
-                for fam in (3..=9).chain(11..=15) {
-                    out.push(rule(&["socket"], v, vec![masked(0, INT, fam)]));
-                }
-                out.push(rule(
-                    &["socket"],
-                    v,
-                    vec![cmp(0, LinuxSeccompOperator::ScmpCmpGt, AF_NETLINK)],
-                ));
-            }
-            other => unreachable!("guard {other} has no rules"),
-        }
+        push_guard(&mut out, g.name, p.action, p.bind.is_empty());
     }
     // UDP: opened by `[net] udp`; seccomp cannot see ports, so a listed
     // port opens UDP sockets for every port (see explain).
     if net && p.udp.is_empty() {
-        for fam in [AF_INET, AF_INET6] {
-            out.push(rule(
-                &["socket"],
-                fixed(SOCKET_ERRNO),
-                vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, SOCK_DGRAM)],
-            ));
-        }
+        push_udp(&mut out, p.action);
     }
     out
+}
+
+/// The guards the runtime installs, as a filter of its own, in every
+/// container with the `dev.sandboy.egress` annotation, whatever the
+/// spec's profile says (an engine's default profile allows UDP and raw
+/// sockets): with the egress gateway the only way out, UDP (the stub's
+/// included: DNS goes over TCP), ICMP, raw, packet, SCTP and other
+/// families' sockets fail with EPERM (issue 17).
+pub const EGRESS: &[&str] = &["socket-raw", "socket-sctp", "socket-families"];
+
+/// The rules of [`EGRESS`] and UDP's, each failing with EPERM.
+pub fn egress() -> Vec<LinuxSyscall> {
+    let mut out = Vec::new();
+    for name in EGRESS {
+        push_guard(&mut out, name, SeccompAction::Errno, false);
+    }
+    push_udp(&mut out, SeccompAction::Errno);
+    out
+}
+
+/// UDP sockets (AF_INET, AF_INET6) refused with EPERM.
+fn push_udp(out: &mut Vec<LinuxSyscall>, action: SeccompAction) {
+    let v = Verdict {
+        action,
+        errno: Some(SOCKET_ERRNO),
+    };
+    for fam in [AF_INET, AF_INET6] {
+        out.push(rule(
+            &["socket"],
+            v,
+            vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, SOCK_DGRAM)],
+        ));
+    }
+}
+
+/// The rules of guard `name` with the policy's `action` (`bind_empty`:
+/// the policy opens no TCP bind port).
+fn push_guard(out: &mut Vec<LinuxSyscall>, name: &str, action: SeccompAction, bind_empty: bool) {
+    let own = Verdict {
+        action,
+        errno: None,
+    };
+    let fixed = |e: u32| Verdict {
+        action,
+        errno: Some(e),
+    };
+    match name {
+        "clone-namespaces" => {
+            per_bit(out, "clone", 0, CLONE_NEW, own);
+            out.push(rule(&["clone3"], fixed(ENOSYS), vec![]));
+        }
+        "setuid-modes" => {
+            let bits = [S_ISUID, S_ISGID];
+            for (name, index) in [
+                ("chmod", 1),
+                ("fchmod", 1),
+                ("fchmodat", 2),
+                ("fchmodat2", 2),
+                ("creat", 1),
+                ("open", 2),
+                ("openat", 3),
+                ("mknod", 1),
+                ("mknodat", 2),
+            ] {
+                per_bit(out, name, index, &bits, own);
+            }
+            out.push(rule(&["openat2"], fixed(ENOSYS), vec![]));
+        }
+        "memfd-exec" => per_bit(out, "memfd_create", 1, &[MFD_EXEC], own),
+        // The request is an `unsigned int`: compared under the 32-bit
+        // mask, so high garbage cannot hide it (CVE-2019-10063).
+        "tty-inject" => {
+            for request in [TIOCSTI, TIOCLINUX] {
+                out.push(rule(
+                    &["ioctl"],
+                    fixed(EPERM),
+                    vec![masked(1, INT, request)],
+                ));
+            }
+        }
+        "tcp-fastopen" => {
+            let v = fixed(EOPNOTSUPP);
+            per_bit(out, "sendto", 3, &[MSG_FASTOPEN], v);
+            per_bit(out, "sendmsg", 2, &[MSG_FASTOPEN], v);
+            per_bit(out, "sendmmsg", 3, &[MSG_FASTOPEN], v);
+            for opt in [TCP_FASTOPEN, TCP_FASTOPEN_CONNECT] {
+                out.push(rule(
+                    &["setsockopt"],
+                    fixed(ENOPROTOOPT),
+                    vec![masked(1, INT, IPPROTO_TCP), masked(2, INT, opt)],
+                ));
+            }
+        }
+        "mptcp" => out.push(rule(
+            &["socket"],
+            fixed(EPROTONOSUPPORT),
+            vec![masked(2, INT, IPPROTO_MPTCP)],
+        )),
+        "unbound-listen" if bind_empty => {
+            out.push(rule(&["listen"], fixed(EACCES), vec![]));
+        }
+        "unbound-listen" => {}
+        "socket-raw" => {
+            let v = fixed(SOCKET_ERRNO);
+            // Only in the inet families: netlink sockets are SOCK_RAW
+            // too, and AF_PACKET is refused with the exotic families.
+            for fam in [AF_INET, AF_INET6] {
+                for t in [SOCK_RAW, SOCK_PACKET] {
+                    out.push(rule(
+                        &["socket"],
+                        v,
+                        vec![masked(0, INT, fam), masked(1, SOCK_TYPE_MASK, t)],
+                    ));
+                }
+            }
+            for (fam, proto) in [(AF_INET, IPPROTO_ICMP), (AF_INET6, IPPROTO_ICMPV6)] {
+                out.push(rule(
+                    &["socket"],
+                    v,
+                    vec![
+                        masked(0, INT, fam),
+                        masked(1, SOCK_TYPE_MASK, SOCK_DGRAM),
+                        masked(2, INT, proto),
+                    ],
+                ));
+            }
+        }
+        "socket-sctp" => {
+            let v = fixed(SOCKET_ERRNO);
+            for fam in [AF_INET, AF_INET6] {
+                out.push(rule(
+                    &["socket"],
+                    v,
+                    vec![masked(0, INT, fam), masked(2, INT, IPPROTO_SCTP)],
+                ));
+                out.push(rule(
+                    &["socket"],
+                    v,
+                    vec![
+                        masked(0, INT, fam),
+                        masked(1, SOCK_TYPE_MASK, SOCK_SEQPACKET),
+                    ],
+                ));
+            }
+        }
+        "socket-netlink" => out.push(rule(
+            &["socket"],
+            fixed(SOCKET_ERRNO),
+            vec![
+                masked(0, INT, AF_NETLINK),
+                cmp(2, LinuxSeccompOperator::ScmpCmpNe, NETLINK_ROUTE),
+            ],
+        )),
+        "socket-families" => {
+            let v = fixed(SOCKET_ERRNO);
+            // Allowed: AF_UNIX 1, AF_INET 2, AF_INET6 10, AF_NETLINK 16
+            // (AF_UNSPEC 0 fails in the kernel). A value above 16 in
+            // the low half is above 16 in the whole register too.
+            for fam in (3..=9).chain(11..=15) {
+                out.push(rule(&["socket"], v, vec![masked(0, INT, fam)]));
+            }
+            out.push(rule(
+                &["socket"],
+                v,
+                vec![cmp(0, LinuxSeccompOperator::ScmpCmpGt, AF_NETLINK)],
+            ));
+        }
+        other => unreachable!("guard {other} has no rules"),
+    }
 }
 
 #[cfg(test)]

@@ -651,9 +651,6 @@ fn set_nofile(process: &mut Process, n: u64) -> Result<(), Error> {
 /// syscall names, then the argument rules of the guards it names
 /// (see [`guards`]).
 pub fn seccomp(policy: &Policy) -> LinuxSeccomp {
-    let mut s = LinuxSeccomp::default();
-    s.set_default_action(LinuxSeccompAction::ScmpActAllow);
-    s.set_architectures(Some(vec![Arch::ScmpArchX86_64, Arch::ScmpArchAarch64]));
     let mut rules = Vec::new();
     let names: Vec<String> = policy
         .deny
@@ -679,6 +676,21 @@ pub fn seccomp(policy: &Policy) -> LinuxSeccomp {
         rules.push(rule);
     }
     rules.extend(guards::rules(policy));
+    allow_but(rules)
+}
+
+/// The filter the runtime adds to a container with the egress annotation
+/// ([`guards::egress`]): UDP, ICMP, raw and other families' sockets fail
+/// with EPERM whatever the spec's own profile allows.
+pub fn egress_seccomp() -> LinuxSeccomp {
+    allow_but(guards::egress())
+}
+
+/// Allow by default, except `rules`.
+fn allow_but(rules: Vec<LinuxSyscall>) -> LinuxSeccomp {
+    let mut s = LinuxSeccomp::default();
+    s.set_default_action(LinuxSeccompAction::ScmpActAllow);
+    s.set_architectures(Some(vec![Arch::ScmpArchX86_64, Arch::ScmpArchAarch64]));
     s.set_syscalls(Some(rules));
     s
 }

@@ -230,6 +230,37 @@ fn ignore_files_are_written_and_marked() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `[net] udp` with `[net] allow` is a located policy error (exit 2, how
+/// to fix: DNS goes to the stub over TCP); the same policy without `udp`
+/// checks clean.
+#[test]
+fn udp_with_allow_is_a_located_error() {
+    let out = run(&[
+        "check",
+        "--short",
+        "spec-gen/tests/bad/net_allow_with_udp.toml",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spec-gen/tests/bad/net_allow_with_udp.toml:5:7: error: [net] udp cannot be set together with [net] allow/allow_cidr"),
+        "{err}"
+    );
+    assert!(
+        err.contains("DNS goes to the gateway's stub over TCP"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let dir = tmpdir("allow-only");
+    let policy = dir.join("allow-only.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n\n[net]\nallow = [\"github.com:443\"]\n",
+    )
+    .unwrap();
+    assert_ok(&run(&["check", policy.to_str().unwrap()]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn explain_describes_wave_two_keys() {
     let dir = tmpdir("explain2");
@@ -241,7 +272,6 @@ fn explain_describes_wave_two_keys() {
 read = ["/usr"]
 write = [".", "~/.cache"]
 [net]
-udp = [53]
 allow = ["GitHub.com:443", "*.crates.io:443"]
 deny = ["evil.example.com:443"]
 allow_cidr = ["10.0.0.0/8:5432"]
@@ -259,7 +289,7 @@ inodes = 100000
         "the command given to `sandboy wrap`",
         ". (the working directory of sandboy wrap)",
         "~/.cache (the home directory of sandboy wrap)",
-        "may use UDP ports:        53",
+        "UDP sockets fail with EPERM (`udp` cannot be set with allow/allow_cidr)",
         "may reach hosts: github.com:443, *.crates.io:443",
         "never reaches (checked first): evil.example.com:443",
         "may reach addresses: 10.0.0.0/8 port 5432",

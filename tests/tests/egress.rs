@@ -56,9 +56,10 @@ fn entry(got: &[(String, Option<String>)], target: &str) -> Option<String> {
 }
 
 /// The refused unlisted name is reported with the `allow` line that would
-/// permit it and the client that asked (curl, found by its socket in the
-/// step's network namespace).
-fn reported_with_client(report_file: &Path, target: &str) {
+/// permit it and the client that asked (`comm`, found by its socket in the
+/// step's network namespace by the supervisor, from what the gateway's
+/// process sent it).
+fn reported_with_client(report_file: &Path, target: &str, comm: &str) {
     let allow = entry(&report(report_file), target);
     assert_eq!(
         allow.as_deref(),
@@ -70,7 +71,7 @@ fn reported_with_client(report_file: &Path, target: &str) {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|d| d["target"] == target)
         .unwrap();
-    assert_eq!(d["comm"], "curl", "{d}");
+    assert_eq!(d["comm"], comm, "{d}");
     assert!(d["pid"].as_i64().is_some_and(|p| p > 0), "{d}");
 }
 
@@ -234,7 +235,7 @@ echo tcp-socket $({p} socket 2 1 0)
             "tcp-socket ok",
         ],
     );
-    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"), "curl");
     let got = report(&report_file);
     assert_eq!(entry(&got, &format!("no.wild.egress.test:{h}")), None);
     assert_eq!(
@@ -255,6 +256,101 @@ echo tcp-socket $({p} socket 2 1 0)
         "no warn event"
     );
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+}
+
+/// The container's gateway process (`sandboy-egress`, forked by its
+/// supervisor), once it is there: exactly one. It takes that name only
+/// once it has dropped its privileges and confined itself.
+fn gateway_pid(id: &str) -> i32 {
+    for _ in 0..400 {
+        let found: Vec<i32> = pids_mentioning(id)
+            .into_iter()
+            .filter(|p| {
+                fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "sandboy-egress")
+            })
+            .collect();
+        assert!(
+            found.len() <= 1,
+            "more than one gateway for {id}: {found:?}"
+        );
+        if let [pid] = found[..] {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no gateway process for {id}");
+}
+
+/// A field of /proc/<pid>/status, its words joined by one space.
+fn status_field(status: &str, name: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// What the host sees of the gateway process of a root container: it
+/// runs as nobody with no capability in any set (bounding and ambient
+/// included) and no supplementary group; and as [`assert_confined`] says.
+/// Its parent, the supervisor, is still root (it looks refused clients up
+/// in root-owned /proc/<pid>/fd).
+fn assert_deprivileged(pid: i32) {
+    let status = assert_confined(pid, 65534, 65534);
+    let zero = "0000000000000000";
+    for (name, want) in [("Groups", ""), ("CapBnd", zero)] {
+        assert_eq!(
+            status_field(&status, name),
+            want,
+            "{name} of gateway {pid}:\n{status}"
+        );
+    }
+    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
+    let sup = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+    assert_eq!(
+        status_field(&sup, "Uid"),
+        "0 0 0 0",
+        "supervisor {parent}:\n{sup}"
+    );
+}
+
+/// The gateway process `pid` runs as `uid`/`gid` with no capability in
+/// its permitted, effective, inheritable and ambient sets, no_new_privs and
+/// one seccomp filter, not dumpable (its /proc files are root's). Landlock
+/// is not shown in /proc: the gateway checks it itself before it serves (a
+/// path no rule grants must be refused), and serves nothing otherwise.
+/// Returns its status.
+fn assert_confined(pid: i32, uid: u32, gid: u32) -> String {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let zero = "0000000000000000";
+    let (uids, gids) = (
+        format!("{uid} {uid} {uid} {uid}"),
+        format!("{gid} {gid} {gid} {gid}"),
+    );
+    for (name, want) in [
+        ("Uid", uids.as_str()),
+        ("Gid", gids.as_str()),
+        ("CapInh", zero),
+        ("CapPrm", zero),
+        ("CapEff", zero),
+        ("CapAmb", zero),
+        ("NoNewPrivs", "1"),
+        ("Seccomp", "2"),
+        ("Seccomp_filters", "1"),
+    ] {
+        assert_eq!(
+            status_field(&status, name),
+            want,
+            "{name} of gateway {pid}:\n{status}"
+        );
+    }
+    use std::os::unix::fs::MetadataExt;
+    // A dumpable process owns its /proc files (the directory itself keeps
+    // its euid either way).
+    let fds = fs::metadata(format!("/proc/{pid}/fd")).unwrap();
+    assert_eq!(fds.uid(), 0, "gateway {pid} is dumpable");
+    status
 }
 
 /// A busybox bundle generated from an egress policy running `script`.
@@ -287,27 +383,42 @@ fn run_reaches_allowed_names_only() {
         return;
     };
     let rt = Runtime::sandboy();
+    // It waits (at most 60 s) for the test to have looked at the gateway.
     let script = format!(
-        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad $?; [ -x /bin/probe ] && echo udp $(/bin/probe udp-send 9) raw $(/bin/probe socket 2 3 1); true",
+        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad $?; [ -x /bin/probe ] && echo udp $(/bin/probe udp-send 9) raw $(/bin/probe socket 2 3 1); i=0; while [ ! -e /tmp/seen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; true",
         w.http, w.other
     );
     let bundle = busybox_bundle(&w, &script);
     let id = unique_id("egress-run");
     let _g = rt.guard(&id);
     let rep = w.dir.path().join("run-report.jsonl");
-    let o = run(&mut w.sandboy(
-        &rt,
-        &[
-            "run",
-            "--bundle",
-            bundle.path().to_str().unwrap(),
-            "--report",
-            rep.to_str().unwrap(),
-            &id,
-        ],
-    ));
+    let child = w
+        .sandboy(
+            &rt,
+            &[
+                "run",
+                "--bundle",
+                bundle.path().to_str().unwrap(),
+                "--report",
+                rep.to_str().unwrap(),
+                &id,
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gateway = gateway_pid(&id);
+    assert_deprivileged(gateway);
+    let init = rt.state(&id)["pid"].as_i64().unwrap();
+    fs::write(format!("/proc/{init}/root/tmp/seen"), b"").unwrap();
+    let o = child.wait_with_output().unwrap();
     let stdout = text(&o.stdout);
     assert_exit(&o, 0);
+    assert!(
+        !Path::new(&format!("/proc/{gateway}")).exists(),
+        "gateway {gateway} outlived its container"
+    );
     has(&stdout, "ok hello from upstream");
     assert!(stdout.contains("403"), "{stdout}");
     assert!(!stdout.contains("bad 0"), "{stdout}");
@@ -324,9 +435,7 @@ fn run_reaches_allowed_names_only() {
         "{}",
         text(&o.stderr)
     );
-    assert!(report(&rep)
-        .iter()
-        .any(|(t, _)| t == &format!("bad.egress.test:{}", w.other)));
+    reported_with_client(&rep, &format!("bad.egress.test:{}", w.other), "wget");
     assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
 }
 
@@ -351,6 +460,13 @@ fn detached_container_keeps_its_gateway_until_delete() {
     );
     let supervisors = pids_mentioning(&id);
     assert!(!supervisors.is_empty(), "no supervisor after create");
+    // The gateway's own process is among them, de-privileged.
+    let gateway = gateway_pid(&id);
+    assert!(
+        supervisors.contains(&gateway),
+        "{gateway} not in {supervisors:?}"
+    );
+    assert_deprivileged(gateway);
     assert_exit(&rt.run(&["start", &id]), 0);
     let fetch = |url: String| {
         rt.run(&[
@@ -378,6 +494,28 @@ fn detached_container_keeps_its_gateway_until_delete() {
         "no report entry in {}",
         state_report.display()
     );
+    // Fail closed: once the gateway's process is gone (killed here), the
+    // allowed host is not reached any more — nothing else serves the
+    // sockets (the supervisor kept no copy) — and the container runs on.
+    // SAFETY: kill(2) of a pid found above, with no pointers.
+    assert_eq!(unsafe { libc::kill(gateway, libc::SIGKILL) }, 0);
+    for _ in 0..100 {
+        if !Path::new(&format!("/proc/{gateway}")).exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !Path::new(&format!("/proc/{gateway}")).exists(),
+        "gateway {gateway} not reaped"
+    );
+    let gone = fetch(format!("http://web.egress.test:{}/index.html", w.http));
+    let gone = text(&gone.stdout);
+    assert!(
+        !gone.contains("hello from upstream") && !gone.contains("rc=0"),
+        "{gone}"
+    );
+    assert_eq!(rt.status(&id), "running");
     assert_exit(&rt.run(&["delete", "--force", &id]), 0);
     drop(g);
     for pid in supervisors {
@@ -398,6 +536,52 @@ fn detached_container_keeps_its_gateway_until_delete() {
         !rt.root.path().join(".bundles").join(&id).exists(),
         "shadow bundle (resolver files) left for {id}"
     );
+}
+
+/// The gateway's process dies with its supervisor (PR_SET_PDEATHSIG, set
+/// after its id change): a supervisor killed outright leaves no gateway
+/// serving the container's sockets; delete still cleans up.
+#[test]
+fn the_gateway_dies_with_its_supervisor() {
+    let Some(w) = World::start("the_gateway_dies_with_its_supervisor") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let bundle = busybox_bundle(&w, "sleep 600");
+    let id = unique_id("egress-orphan");
+    let g = rt.guard(&id);
+    assert_exit(
+        &run(&mut w.sandboy(
+            &rt,
+            &["create", "--bundle", bundle.path().to_str().unwrap(), &id],
+        )),
+        0,
+    );
+    let gateway = gateway_pid(&id);
+    let status = fs::read_to_string(format!("/proc/{gateway}/status")).unwrap();
+    let supervisor: i32 = status_field(&status, "PPid").parse().unwrap();
+    // SAFETY: kill(2) of the supervisor found above, with no pointers.
+    assert_eq!(unsafe { libc::kill(supervisor, libc::SIGKILL) }, 0);
+    // Dead: gone, or a zombie until whoever inherited it reaps it.
+    let dead = || {
+        fs::read_to_string(format!("/proc/{gateway}/stat")).map_or(true, |st| {
+            st.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+        })
+    };
+    for _ in 0..100 {
+        if dead() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        dead(),
+        "gateway {gateway} outlived its supervisor {supervisor}"
+    );
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    drop(g);
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
 }
 
 /// A config.json whose egress annotation was edited by hand is refused
@@ -441,6 +625,66 @@ fn bad_egress_annotation_is_a_config_error() {
         text(&o.stderr).contains("new network namespace"),
         "{}",
         text(&o.stderr)
+    );
+}
+
+/// A bundle with only the egress annotation (as an engine passes it, with
+/// no sandboy seccomp profile of its own): the runtime's egress guard
+/// refuses UDP (the stub's port included), ICMP and raw sockets with
+/// EPERM in the init and in every `exec`; TCP sockets stay open.
+#[test]
+fn annotation_alone_gets_the_socket_guard_in_init_and_exec() {
+    let test = "annotation_alone_gets_the_socket_guard_in_init_and_exec";
+    if !need_root(test) {
+        return;
+    }
+    let probe = target_dir().join("probes/probe");
+    if !probe.exists() {
+        return skip(test, "the C probe is not built (make probes)");
+    }
+    let rt = Runtime::sandboy();
+    let script = "echo init $(probe udp-send 9) $(probe udp-send 53) $(probe socket 2 2 1) $(probe socket 2 3 1) $(probe socket 2 1 0) > /tmp/init.txt; sleep 600";
+    let bundle = Bundle::busybox(&["sh", "-c", script]);
+    fs::copy(&probe, bundle.rootfs().join("bin/probe")).unwrap();
+    bundle.edit(|c| {
+        c["annotations"]["dev.sandboy.egress"] =
+            serde_json::json!(r#"{"allow":["a.example.com:443"],"proxy_port":3128}"#);
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "network"}));
+        c["process"]["env"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!("PATH=/bin:/usr/bin"));
+    });
+    let id = unique_id("egress-guard");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.create(&bundle, &id), 0);
+    assert_exit(&rt.run(&["start", &id]), 0);
+    let o = rt.run(&[
+        "exec",
+        &id,
+        "sh",
+        "-c",
+        "echo exec $(probe udp-send 9) $(probe udp-send 53) $(probe socket 10 2 0) $(probe socket 2 3 1) $(probe socket 2 1 0)",
+    ]);
+    assert_exit(&o, 0);
+    has(
+        &text(&o.stdout),
+        "exec errno=EPERM errno=EPERM errno=EPERM errno=EPERM ok",
+    );
+    let init = rt.state(&id)["pid"].as_i64().unwrap();
+    let file = format!("/proc/{init}/root/tmp/init.txt");
+    for _ in 0..200 {
+        if fs::read_to_string(&file).is_ok_and(|t| t.ends_with('\n')) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    has(
+        &fs::read_to_string(&file).unwrap_or_default(),
+        "init errno=EPERM errno=EPERM errno=EPERM errno=EPERM ok",
     );
 }
 
@@ -511,18 +755,36 @@ echo tcp-socket $({c} socket 2 1 0)
 echo raw $({c} socket 2 3 1)
 echo resolv $(cat /etc/resolv.conf)
 echo uid $(id -u)
+read seen || true
 "#
     );
     let report_file = out.join("report.jsonl");
     let id = unique_id("egress-u");
-    let o_ = run(w
+    // The step waits on its stdin for the test to have looked at the
+    // gateway's process: confined too, as the user.
+    let mut child = w
         .as_user(&user, &sandboy)
         .args(["wrap", "--isolation", "namespaces", "--id", &id, "--policy"])
         .arg(&policy)
         .arg("--report")
         .arg(&report_file)
         .args(["--", "sh", "-c", &script])
-        .current_dir(w.dir.path()));
+        .current_dir(w.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let gateway = gateway_pid(&id);
+    let status = assert_confined(gateway, user.uid, user.gid);
+    let parent: i32 = status_field(&status, "PPid").parse().unwrap();
+    let watchdog = fs::read_to_string(format!("/proc/{parent}/status")).unwrap();
+    assert_eq!(
+        status_field(&watchdog, "Uid"),
+        format!("{u} {u} {u} {u}", u = user.uid)
+    );
+    drop(child.stdin.take());
+    let o_ = child.wait_with_output().unwrap();
     let stdout = text(&o_.stdout);
     let stderr = text(&o_.stderr);
     eprintln!("{stdout}\n{stderr}");
@@ -555,7 +817,7 @@ echo uid $(id -u)
             "raw errno=EPERM",
         ],
     );
-    reported_with_client(&report_file, &format!("bad.egress.test:{o}"));
+    reported_with_client(&report_file, &format!("bad.egress.test:{o}"), "curl");
     let got = report(&report_file);
     for t in [
         format!("web.egress.test:{s}"),
@@ -571,8 +833,9 @@ echo uid $(id -u)
     );
     assert!(stderr.contains("egress refused"), "no warn event");
     assert!(stderr.contains(&id), "the warn events carry the id");
+    assert!(!stderr.contains("its process ended"), "{stderr}");
     assert!(stderr.contains("refusals: "), "no summary");
-    // Nothing left: the gateway lived in the wrap process.
+    // Nothing left: the gateway's process ended with the wrap process.
     assert!(
         user.processes().is_empty(),
         "processes left: {:?}",

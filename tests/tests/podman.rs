@@ -847,12 +847,22 @@ fn egress_annotation_reaches_allowed_names_only() {
         return;
     };
     let b = busybox_rootfs();
+    let probe = target_dir().join("probes/probe");
+    if !probe.exists() {
+        return skip(test, "the C probe is not built (make probes)");
+    }
+    std::fs::copy(&probe, b.rootfs().join("bin/probe")).unwrap();
     let annotation = csv_quote(&format!(
         r#"dev.sandboy.egress={{"allow":["web.egress.test:{h}"],"allow_cidr":["127.77.0.0/24:{h}"],"proxy_port":3128}}"#,
         h = w.http
     ));
+    // Next to the allowed wget: UDP (to any port, the stub's included),
+    // ICMP and raw sockets are refused with EPERM even though podman's
+    // own seccomp profile allows them (sandboy adds its egress guard);
+    // a TCP socket is not.
     let script = format!(
-        "wget -q -O - http://web.egress.test:{}/index.html; wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad=$?",
+        "wget -q -O - http://web.egress.test:{}/index.html; wget -q -O - http://bad.egress.test:{}/ 2>&1; echo bad=$?; \
+         echo udp $(probe udp-send 9) stub $(probe udp-send 53) udp6 $(probe socket 10 2 0) icmp $(probe socket 2 2 1) raw $(probe socket 2 3 1) tcp $(probe socket 2 1 0)",
         w.http, w.other
     );
     let inner = p.cmd();
@@ -883,6 +893,11 @@ fn egress_annotation_reaches_allowed_names_only() {
     assert!(out.contains("hello from upstream"), "stdout: {out}");
     assert!(
         out.contains("403") && !out.contains("bad=0"),
+        "stdout: {out}"
+    );
+    assert!(
+        out.lines().any(|l| l.trim()
+            == "udp errno=EPERM stub errno=EPERM udp6 errno=EPERM icmp errno=EPERM raw errno=EPERM tcp ok"),
         "stdout: {out}"
     );
     p.assert_clean();

@@ -41,10 +41,10 @@ pub use seccomp::CompiledSeccomp;
 pub struct Confinement {
     landlock: Option<PreparedLandlock>,
     seccomp: Option<CompiledSeccomp>,
-    /// A second program installed after `seccomp` (a node policy's, on top
-    /// of the engine's profile): the kernel runs both and the most
-    /// restrictive verdict wins.
-    second: Option<CompiledSeccomp>,
+    /// Programs installed after `seccomp`, in order (a node policy's on top
+    /// of the engine's profile, the egress guard): the kernel runs all of
+    /// them and the most restrictive verdict wins.
+    second: Vec<CompiledSeccomp>,
     preserve_fds: u32,
 }
 
@@ -96,12 +96,13 @@ impl Confinement {
         Ok(Self {
             landlock,
             seccomp,
-            second: None,
+            second: Vec::new(),
             preserve_fds,
         })
     }
 
-    /// Adds a second seccomp program, installed after the spec's own.
+    /// Adds a further seccomp program, installed after the spec's own
+    /// (and after those added before it).
     pub fn with_second_seccomp(
         mut self,
         second: Option<CompiledSeccomp>,
@@ -109,7 +110,7 @@ impl Confinement {
         if second.is_some() && !may_confine()? {
             return Err(ConfineError::Privilege { what: "seccomp" });
         }
-        self.second = second;
+        self.second.extend(second);
         Ok(self)
     }
 
@@ -118,7 +119,7 @@ impl Confinement {
         Self {
             landlock: None,
             seccomp: None,
-            second: None,
+            second: Vec::new(),
             preserve_fds,
         }
     }
@@ -140,7 +141,7 @@ impl Confinement {
 
     /// Whether a seccomp profile will be installed.
     pub fn has_seccomp(&self) -> bool {
-        self.seccomp.is_some() || self.second.is_some()
+        self.seccomp.is_some() || !self.second.is_empty()
     }
 
     /// Whether the seccomp profile has user-notification rules.
@@ -160,7 +161,7 @@ impl Confinement {
             Some(sc) => sc.install()?,
             None => None,
         };
-        if let Some(second) = &self.second {
+        for second in &self.second {
             second.install()?;
         }
         Ok(listener)

@@ -126,12 +126,20 @@ impl Runtime {
         // the supervisor will collect them (nothing refuses while learning).
         let audited = confined(&bundle) && learning.is_none() && self.audit.collects();
         let seccomp = bundle.seccomp.clone().map(|s| s.with_log(audited));
+        let egress_guard = match super::egress::guard(&bundle.spec, audited) {
+            Ok(g) => g,
+            Err(e) => {
+                self.remove_leftovers(id);
+                return Err(e);
+            }
+        };
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)
                     .with_wasm(wasm)
                     .with_seccomp(seccomp)
                     .with_node_seccomp(node_policy.map(|p| p.seccomp.with_log(audited)))
+                    .with_egress_seccomp(egress_guard)
                     .with_held(held)
                     .with_learning(learning.is_some())
                     .with_notify(

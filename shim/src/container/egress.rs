@@ -8,7 +8,9 @@ use std::path::Path;
 use oci_spec::runtime::{Mount, Spec};
 use sandboy_spec_gen::annotations;
 
-use crate::error::Result;
+use sandboy_confine::CompiledSeccomp;
+
+use crate::error::{Failure, Result};
 use crate::supervisor::egress::{Duty, Listeners};
 
 /// The container's resolver: the gateway's stub, over TCP (`use-vc`;
@@ -30,6 +32,22 @@ pub fn wants(spec: &Spec) -> bool {
     spec.annotations()
         .as_ref()
         .is_some_and(|a| a.contains_key(annotations::EGRESS))
+}
+
+/// The egress guard for a spec with the gateway (`None` without): a seccomp
+/// filter of the runtime's own, installed after the spec's profile in the
+/// init and in every `exec`, so that UDP (the stub's included), ICMP, raw
+/// and other families' sockets fail with EPERM even when the spec's
+/// profile — an engine's default — allows them (issue 17). `log`: audited
+/// when the container's refusals are collected.
+pub fn guard(spec: &Spec, log: bool) -> Result<Option<CompiledSeccomp>> {
+    if !wants(spec) {
+        return Ok(None);
+    }
+    let compiled =
+        sandboy_confine::seccomp::compile(&sandboy_spec_gen::render::egress_seccomp())
+            .map_err(|e| Failure::runtime(format!("the egress guard's seccomp filter: {e}")))?;
+    Ok(Some(compiled.with_log(log)))
 }
 
 /// Bind the files of [`write_files`] (in `dir`) read-only over the
@@ -74,9 +92,5 @@ pub fn listen(map: &std::collections::HashMap<String, String>, pid: i32) -> Resu
         "binding its sockets",
         || Listeners::bind(&rules, proxy_port),
     )?;
-    Ok(Some(Duty {
-        rules,
-        listeners,
-        init: pid,
-    }))
+    Ok(Some(Duty { rules, listeners }))
 }

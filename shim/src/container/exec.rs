@@ -92,6 +92,8 @@ impl Runtime {
             .map(|p| sandboy_confine::seccomp::compile(&p).map(|c| c.with_log(logged)))
             .transpose()
             .map_err(|e| Failure::runtime(format!("exec: the container's node policy: {e}")))?;
+        // And the egress guard, as the init has it.
+        let egress_guard = super::egress::guard(&init_spec, logged)?;
         let bundle = bundle_of(&c);
         let before = tenant_sockets(&self.dir(id));
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
@@ -100,6 +102,7 @@ impl Runtime {
                     .with_held(held)
                     .with_seccomp(seccomp)
                     .with_node_seccomp(node_seccomp)
+                    .with_egress_seccomp(egress_guard)
                     .with_notify(notify.as_ref().map(|n| n.target(id, &bundle, &init_spec))),
             )
             .with_root_path(&self.root)?

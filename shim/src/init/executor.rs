@@ -35,6 +35,9 @@ pub struct SandboyExecutor {
     /// A node policy's seccomp profile, installed after the spec's own
     /// (see `node`): both filters hold.
     node_seccomp: Option<sandboy_confine::CompiledSeccomp>,
+    /// The egress guard of a container with the egress annotation
+    /// (`container::egress::guard`), installed last.
+    egress_seccomp: Option<sandboy_confine::CompiledSeccomp>,
     stage: RefCell<Stage>,
     /// Capabilities sandboy added to the spec's sets only to install the
     /// confinement without no_new_privs (see `privilege`); dropped right
@@ -69,6 +72,7 @@ impl SandboyExecutor {
             inherited_seccomp: None,
             seccomp: None,
             node_seccomp: None,
+            egress_seccomp: None,
             stage: RefCell::new(Stage::Unprepared),
             held: Default::default(),
             notify: None,
@@ -101,6 +105,15 @@ impl SandboyExecutor {
         self
     }
 
+    /// The egress guard, compiled, to install after every other filter.
+    pub fn with_egress_seccomp(
+        mut self,
+        seccomp: Option<sandboy_confine::CompiledSeccomp>,
+    ) -> Self {
+        self.egress_seccomp = seccomp;
+        self
+    }
+
     /// Capabilities to drop once the confinement is installed.
     pub fn with_held(mut self, held: crate::init::privilege::Held) -> Self {
         self.held = held;
@@ -122,7 +135,8 @@ impl SandboyExecutor {
 
     fn prepare(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
         self.prepare_spec(spec)?
-            .with_second_seccomp(self.node_seccomp.clone())
+            .with_second_seccomp(self.node_seccomp.clone())?
+            .with_second_seccomp(self.egress_seccomp.clone())
     }
 
     fn prepare_spec(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
@@ -177,6 +191,7 @@ impl Executor for SandboyExecutor {
         // own process.json) the filters can only go in under no_new_privs.
         if (self.inherited_seccomp.is_some()
             || self.node_seccomp.is_some()
+            || self.egress_seccomp.is_some()
             || confinement_requested(spec))
             && !sandboy_confine::has_cap_sys_admin().unwrap_or(false)
         {

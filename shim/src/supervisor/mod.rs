@@ -21,7 +21,7 @@ pub mod learn;
 pub mod pidfd;
 pub mod unotify;
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -143,9 +143,23 @@ fn supervise(
     kill_all: impl FnOnce(&str) -> Result<()>,
 ) -> i32 {
     let started = Instant::now();
+    let init = target.init.as_raw();
+    // First, while this process has no thread and no report file open:
+    // the gateway's own, de-privileged process (`egress::child`).
+    let mut gateway = duties.egress.take().and_then(|duty| {
+        egress::child::spawn(
+            duty.rules,
+            duty.listeners,
+            egress::child::Identity::Nobody,
+        )
+            .map_err(|e| {
+                tracing::warn!(id = %target.id, error = %e, "egress gateway: its process could not be started; the container's connections through it are refused");
+            })
+            .ok()
+    });
     let mut kill_all = Some(kill_all);
     // One report for the audit records and the gateway's refusals.
-    let mut report = (duties.denials.is_some() || duties.egress.is_some()).then(|| {
+    let mut report = (duties.denials.is_some() || gateway.is_some()).then(|| {
         denials::Collector::new(
             &target.id,
             &target.state_dir,
@@ -156,11 +170,7 @@ fn supervise(
                 .map_or_else(Default::default, |d| d.policy.clone()),
         )
     });
-    let refusals = duties.egress.take().map(|duty| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        egress::start(&target.id, duty, tx);
-        rx
-    });
+    // After the gateway's fork: learning observes on a thread.
     let mut learning = match duties.learn.take().map(|d| learn::start(&target.id, d)) {
         Some(Ok(l)) => Some(l),
         Some(Err(e)) => {
@@ -184,7 +194,7 @@ fn supervise(
             (None, true) => Some(Duration::from_millis(250)),
             (None, false) => None,
         };
-        let exited = match wait_any(pidfd, socket, wait) {
+        let exited = match wait_any(pidfd, socket, gateway.as_ref().and_then(|g| g.fd()), wait) {
             Ok(w) => w,
             Err(_) => return 1,
         };
@@ -192,8 +202,8 @@ fn supervise(
             if let Some(s) = socket {
                 read_ready(s, c, &mut buf);
             }
-            for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
-                c.record(d);
+            if let Some(g) = gateway.as_mut() {
+                g.pump(&target.id, init, |d| c.record(d));
             }
             c.tick();
         }
@@ -205,8 +215,8 @@ fn supervise(
                 if let Some(duty) = duties.denials.as_ref() {
                     drain(duty, c, &mut buf, &target.id);
                 }
-                for d in refusals.iter().flat_map(|rx| rx.try_iter()) {
-                    c.record(d);
+                if let Some(g) = gateway.take() {
+                    g.stop(&target.id, init, |d| c.record(d));
                 }
                 c.finish(duties.denials.as_ref().and_then(|d| d.lost_before));
             }
@@ -220,10 +230,12 @@ fn supervise(
     }
 }
 
-/// Poll the init's pidfd and the audit socket; whether the init exited.
+/// Poll the init's pidfd, the audit socket and the gateway's channel;
+/// whether the init exited.
 fn wait_any(
     pidfd: &Pidfd,
     socket: Option<&audit::Socket>,
+    gateway: Option<BorrowedFd<'_>>,
     wait: Option<Duration>,
 ) -> std::io::Result<bool> {
     let ms = wait.map_or(-1, |w| w.as_millis().min(i32::MAX as u128) as i32);
@@ -231,6 +243,9 @@ fn wait_any(
     let mut fds = vec![PollFd::new(pidfd.as_fd(), PollFlags::POLLIN)];
     if let Some(s) = socket {
         fds.push(PollFd::new(s.as_fd(), PollFlags::POLLIN));
+    }
+    if let Some(g) = gateway {
+        fds.push(PollFd::new(g, PollFlags::POLLIN));
     }
     match poll(&mut fds, timeout) {
         Ok(_) => Ok(fds[0].revents().is_some_and(|r| !r.is_empty())),

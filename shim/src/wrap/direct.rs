@@ -41,10 +41,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::Instant;
 
 use nix::unistd::{fork, ForkResult};
-use oci_spec::runtime::{
-    LinuxBuilder, LinuxSeccomp, LinuxSeccompAction, LinuxSeccompArgBuilder, LinuxSeccompOperator,
-    LinuxSyscallBuilder, Spec,
-};
+use oci_spec::runtime::{LinuxBuilder, LinuxSeccomp, Spec};
 use sandboy_confine::{ConfineError, Confinement};
 use sandboy_spec_gen::annotations::LandlockMode;
 use sandboy_spec_gen::policy::{NetNamespace, Policy, DEFAULT_PATH};
@@ -179,31 +176,15 @@ fn confinement_spec(policy: &Policy) -> Result<Spec> {
 }
 
 /// The unprivileged tiers run on the host's filesystem, where the user's
-/// own sockets (ssh-agent, D-Bus, a rootless docker or podman) answer any
-/// process of the user: Landlock restricts pathname UNIX sockets only from
-/// ABI 9, and seccomp cannot see a connect's address. So UNIX sockets are
-/// refused at creation (EACCES; `socketpair` still works) unless the policy
-/// says `[net] unix = true`.
+/// own sockets answer any process of the user: UNIX sockets are refused
+/// at creation ([`sandboy_spec_gen::guards::unix_sockets`]) unless the policy says
+/// `[net] unix = true`.
 fn with_unix_guard(mut profile: LinuxSeccomp, policy: &Policy) -> LinuxSeccomp {
     if policy.unix {
         return profile;
     }
-    let rule = LinuxSyscallBuilder::default()
-        .names(vec!["socket".to_string()])
-        .action(LinuxSeccompAction::ScmpActErrno)
-        .errno_ret(libc::EACCES as u32)
-        // The domain is an int: compare its low 32 bits only.
-        .args(vec![LinuxSeccompArgBuilder::default()
-            .index(0usize)
-            .value(0xffff_ffff_u64)
-            .value_two(libc::AF_UNIX as u64)
-            .op(LinuxSeccompOperator::ScmpCmpMaskedEq)
-            .build()
-            .expect("a complete argument rule")])
-        .build()
-        .expect("a complete syscall rule");
     let mut rules = profile.syscalls().clone().unwrap_or_default();
-    rules.push(rule);
+    rules.push(sandboy_spec_gen::guards::unix_sockets());
     profile.set_syscalls(Some(rules));
     profile
 }

@@ -7,16 +7,23 @@
 //! capability of its new user namespace, so port 53 and allowed ports
 //! below 1024 bind) and passes them to the watchdog over a socket pair
 //! (SCM_RIGHTS), keeping no copy. A socket keeps the namespace it was made
-//! in: the watchdog, in the caller's network namespace and under neither
-//! Landlock nor seccomp, accepts what the step connects and connects
-//! upstream from the host, with the supervisor's gateway code
-//! ([`egress::start`]). It serves them until the step has ended; the
-//! sockets close when wrap exits.
+//! in: the watchdog, in the caller's network namespace, hands them to a
+//! gateway process of its own, forked and confined as the supervisor's is
+//! ([`child::spawn`] with [`Identity::Caller`]: the user's ids, no
+//! capabilities, Landlock and seccomp), which accepts what the step
+//! connects and connects upstream from the host; the watchdog settles its
+//! refusals (client lookup, warn events, the report) on a thread. It
+//! serves until the step has ended: the watchdog then kills its
+//! descendants, this process included.
 
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::sync::mpsc::Receiver;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use nix::sys::socket::{
     recvmsg, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned, MsgFlags,
@@ -27,7 +34,8 @@ use sandboy_spec_gen::policy::{Egress, NetNamespace, Policy};
 use crate::container::Ran;
 use crate::error::{Failure, Result};
 use crate::supervisor::denials::{Collector, Denial};
-use crate::supervisor::egress::{self, Duty, Listeners};
+use crate::supervisor::egress::child::{self, Identity};
+use crate::supervisor::egress::Listeners;
 
 /// Fds per message (below the kernel's SCM_MAX_FD, 253).
 const CHUNK: usize = 64;
@@ -107,21 +115,43 @@ impl Plan {
                     "egress gateway: the step's sockets did not arrive: {e}"
                 ))
             })?;
+        // Served by a confined process of its own (`egress::child`): the
+        // watchdog settles its refusals (the client lookup) on a thread.
+        let process = child::spawn(rules, fds, Identity::Caller).map_err(|e| {
+            Failure::runtime(format!(
+                "egress gateway: its process could not be started: {e}"
+            ))
+        })?;
         let (tx, rx) = std::sync::mpsc::channel();
-        egress::start(
-            id,
-            Duty {
-                rules,
-                listeners: fds,
-                init: step,
-            },
-            tx,
-        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let pump = {
+            let (stop, id) = (stop.clone(), id.to_string());
+            std::thread::spawn(move || pump(process, &id, step, &tx, &stop))
+        };
         Ok(Gateway {
             refusals: rx,
             collector: Collector::in_memory(id),
+            pump: Some((stop, pump)),
         })
     }
+}
+
+/// Settle what the gateway's process sends until `stop`; then kill and
+/// reap it and settle the rest.
+fn pump(mut process: child::Gateway, id: &str, step: i32, tx: &Sender<Denial>, stop: &AtomicBool) {
+    let send = |d: Denial| {
+        let _ = tx.send(d);
+    };
+    while !stop.load(Ordering::SeqCst) {
+        let mut fds: Vec<PollFd> = process
+            .fd()
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .into_iter()
+            .collect();
+        let _ = poll(&mut fds, PollTimeout::from(100u8));
+        process.pump(id, step, send);
+    }
+    process.stop(id, step, send);
 }
 
 /// Every fd sent until the other end closed.
@@ -158,6 +188,8 @@ fn receive(fd: &OwnedFd) -> std::io::Result<Vec<OwnedFd>> {
 /// collects them (one entry per distinct refusal, counted).
 pub struct Gateway {
     refusals: Receiver<Denial>,
+    /// The thread settling the gateway process's refusals, and its stop.
+    pump: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
     collector: Collector,
 }
 
@@ -165,6 +197,10 @@ impl Gateway {
     /// Once the step has ended: its refusals in the wrap's result, and the
     /// report (`--report`, written even when empty, as `run` does).
     pub fn finish(mut self, status: i32, report: Option<&Path>) -> Result<Ran> {
+        if let Some((stop, pump)) = self.pump.take() {
+            stop.store(true, Ordering::SeqCst);
+            let _ = pump.join();
+        }
         for d in self.refusals.try_iter() {
             self.collector.record(d);
         }

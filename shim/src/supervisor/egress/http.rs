@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::tunnel;
 use super::upstream::{self, Refusal};
-use super::Shared;
+use super::{Shared, Via};
 
 /// The longest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -99,10 +99,10 @@ pub fn serve(shared: &Shared, mut conn: TcpStream) {
     }
 }
 
-fn refused(shared: &Shared, conn: &mut TcpStream, host: &str, port: u16, r: &Refusal, via: &str) {
-    // Looked up before the answer: the client may close at once after it.
-    let who = shared.client(conn.peer_addr().ok());
-    shared.refuse(host, port, r, via, who);
+fn refused(shared: &Shared, conn: &mut TcpStream, host: &str, port: u16, r: &Refusal, via: Via) {
+    // Reported (its client looked up) before the answer: the client may
+    // close at once after it.
+    shared.refuse(host, port, r, via, conn.peer_addr().ok());
     respond(
         conn,
         "403 Forbidden",
@@ -120,7 +120,7 @@ fn connect(shared: &Shared, mut conn: TcpStream, head: Head) {
     };
     let up = match upstream::connect(&shared.rules, &host, port) {
         Ok(u) => u,
-        Err(r) => return refused(shared, &mut conn, &host, port, &r, "proxy CONNECT"),
+        Err(r) => return refused(shared, &mut conn, &host, port, &r, Via::ProxyConnect),
     };
     if conn
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -130,13 +130,7 @@ fn connect(shared: &Shared, mut conn: TcpStream, head: Head) {
     }
     let peer = conn.peer_addr().ok();
     if let Err(sni) = tunnel::splice(conn, up, head.rest, Some(&host)) {
-        shared.refuse_sni(
-            &host,
-            port,
-            sni.as_deref(),
-            "proxy CONNECT",
-            shared.client(peer),
-        );
+        shared.refuse_sni(&host, port, sni.as_deref(), Via::ProxyConnect, peer);
     }
 }
 
@@ -168,7 +162,7 @@ fn forward(shared: &Shared, mut conn: TcpStream, head: Head) {
     };
     let mut up = match upstream::connect(&shared.rules, &host, port) {
         Ok(u) => u,
-        Err(r) => return refused(shared, &mut conn, &host, port, &r, "proxy"),
+        Err(r) => return refused(shared, &mut conn, &host, port, &r, Via::Proxy),
     };
     // One request per connection, sent to the host it was allowed for: the
     // Host header is the checked one, and the connection closes after it

@@ -21,6 +21,8 @@
 //! blocking copies run at loopback speed, and this process forks nothing
 //! after they start (see docs/egress.md).
 
+pub mod channel;
+pub mod child;
 pub mod client;
 pub mod dns;
 pub mod http;
@@ -35,10 +37,10 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use sandboy_spec_gen::policy::Egress;
+use serde::{Deserialize, Serialize};
 
 use super::denials::Denial;
 use upstream::Refusal;
@@ -69,6 +71,18 @@ impl Listeners {
                 .map(|p| TcpListener::bind((Ipv4Addr::UNSPECIFIED, p)).map(|l| (p, l)))
                 .collect::<std::io::Result<_>>()?,
         })
+    }
+
+    /// The sockets' fd numbers (kept open by the gateway's process).
+    pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let mut v = vec![
+            self.proxy.as_raw_fd(),
+            self.dns_udp.as_raw_fd(),
+            self.dns_tcp.as_raw_fd(),
+        ];
+        v.extend(self.ports.iter().map(|(_, l)| l.as_raw_fd()));
+        v
     }
 
     /// The sockets as fds, in the order [`Listeners::from_fds`] expects
@@ -122,13 +136,13 @@ fn direct_ports(rules: &Egress) -> impl Iterator<Item = u16> {
     rules.ports().into_iter().filter(|p| *p != 53)
 }
 
-/// The egress duty: rules and sockets, ready before the payload starts.
+/// The egress duty: rules and sockets, ready before the payload starts
+/// (served by the gateway's own process, [`child`]; refused clients are
+/// looked up in the init's network namespace).
 #[derive(Debug)]
 pub struct Duty {
     pub rules: Egress,
     pub listeners: Listeners,
-    /// The container's init (its network namespace names refused clients).
-    pub init: i32,
 }
 
 /// Synthetic addresses given out at most (127.100.0.1 to 127.101.0.0).
@@ -172,110 +186,215 @@ impl Names {
 /// The refused client's pid, comm and exe, when found.
 pub type Client = Option<(i32, String, String)>;
 
-/// What every connection handler shares.
-pub struct Shared {
-    pub id: String,
-    init: i32,
-    pub rules: Egress,
-    pub names: Names,
-    report: Mutex<Sender<Denial>>,
-    /// Connections being served.
-    open: AtomicUsize,
+/// What the gateway refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Blocker {
+    /// A destination the rules do not permit (`egress.connect`).
+    Connect,
+    /// A ClientHello naming another host than allowed, or none (`egress.sni`).
+    Sni,
+    /// A DNS query for a name the rules do not allow (`egress.dns`).
+    Dns,
 }
 
-impl Shared {
-    fn report(&self, target: String, allow: Option<String>, blocker: &str, who: Client) {
+/// Which way the client came (`via` of the warn event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    Proxy,
+    ProxyConnect,
+    Direct,
+    Dns,
+}
+
+impl Via {
+    fn as_str(self) -> &'static str {
+        match self {
+            Via::Proxy => "proxy",
+            Via::ProxyConnect => "proxy CONNECT",
+            Via::Direct => "direct",
+            Via::Dns => "dns",
+        }
+    }
+}
+
+/// A refusal as the gateway saw it, before its client is looked up: what
+/// the de-privileged gateway process ([`child`]) sends the supervisor over
+/// the [`channel`]; the supervisor finds the client and reports it
+/// ([`Refused::settle`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refused {
+    pub blocker: Blocker,
+    pub host: String,
+    /// 0 for a DNS query.
+    pub port: u16,
+    pub via: Via,
+    pub reason: String,
+    /// The ClientHello's server name (`Sni` only; `None`: it named none).
+    pub sni: Option<String>,
+    /// The policy line that would permit it (`None`: nothing may).
+    pub allow: Option<String>,
+    /// The client's address, when it connected over TCP.
+    pub peer: Option<SocketAddr>,
+}
+
+impl Refused {
+    /// The client, found by its socket in the network namespace of `init`
+    /// (by the side that can look processes up: the supervisor, or
+    /// unprivileged wrap's watchdog).
+    pub fn client(&self, init: i32) -> Client {
+        self.peer.and_then(|p| client::find(init, p))
+    }
+
+    /// The refusal settled: a warn event and the report's entry, with the
+    /// client `who` when found.
+    pub fn settle(&self, id: &str, who: Client) -> Denial {
+        let (host, port, via) = (self.host.as_str(), self.port, self.via.as_str());
+        let pid = who.as_ref().map(|w| w.0);
+        let comm = who.as_ref().map_or("?", |w| w.1.as_str());
+        let (target, blocker) = match self.blocker {
+            Blocker::Connect => {
+                tracing::warn!(
+                    id,
+                    host,
+                    port,
+                    via,
+                    pid,
+                    comm,
+                    allow = self
+                        .allow
+                        .as_deref()
+                        .unwrap_or("nothing may relax this rule"),
+                    "egress refused: {}",
+                    self.reason
+                );
+                (format!("{host}:{port}"), "egress.connect")
+            }
+            Blocker::Sni => {
+                let shown = self.sni.as_deref().unwrap_or("(none)");
+                tracing::warn!(
+                    id,
+                    host,
+                    port,
+                    pid,
+                    comm,
+                    sni = shown,
+                    via,
+                    "egress refused: TLS server name {shown} does not match {host}"
+                );
+                (format!("{host}:{port} sni={shown}"), "egress.sni")
+            }
+            Blocker::Dns => {
+                tracing::warn!(
+                    id,
+                    host,
+                    "egress DNS refused: {host} is not in [net] allow (NXDOMAIN)"
+                );
+                (host.to_string(), "egress.dns")
+            }
+        };
         let (pid, comm, exe) = match who {
             Some((p, c, e)) => (Some(p), Some(c), Some(e)),
             None => (None, None, None),
         };
-        let d = Denial {
+        Denial {
             kind: "egress".into(),
             target,
             pid,
             comm,
             exe,
-            allow,
+            allow: self.allow.clone(),
             count: 1,
             blocker: blocker.into(),
             syscall: None,
-        };
-        let _ = self
-            .report
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(d);
+        }
+    }
+}
+
+/// What every connection handler shares.
+pub struct Shared {
+    pub rules: Egress,
+    pub names: Names,
+    /// Refusals and warnings go to the supervisor (or unprivileged wrap's
+    /// watchdog), which settles them.
+    report: channel::Sender,
+    /// Connections being served.
+    open: AtomicUsize,
+}
+
+impl Shared {
+    /// A refusal, sent to be settled. Returns once its client was looked
+    /// up (or the other side did not answer in time), so call it before
+    /// answering the client, which may close its socket at once after.
+    fn report(&self, r: Refused) {
+        self.report.refused(r);
     }
 
-    /// The process of the client at `peer`, if it can be found.
-    pub fn client(&self, peer: Option<SocketAddr>) -> Client {
-        peer.and_then(|p| client::find(self.init, p))
+    /// A warning that is not a refusal.
+    fn warn(&self, message: &str) {
+        self.report.warn(message);
     }
 
     /// A connection refused: a warn event and a report entry.
-    pub fn refuse(&self, host: &str, port: u16, r: &Refusal, via: &str, who: Client) {
-        tracing::warn!(
-            id = %self.id,
-            host,
+    pub fn refuse(&self, host: &str, port: u16, r: &Refusal, via: Via, peer: Option<SocketAddr>) {
+        self.report(Refused {
+            blocker: Blocker::Connect,
+            host: host.to_string(),
             port,
             via,
-            pid = who.as_ref().map(|w| w.0),
-            comm = who.as_ref().map_or("?", |w| w.1.as_str()),
-            allow = r.allow.as_deref().unwrap_or("nothing may relax this rule"),
-            "egress refused: {}",
-            r.reason
-        );
-        self.report(
-            format!("{host}:{port}"),
-            r.allow.clone(),
-            "egress.connect",
-            who,
-        );
+            reason: r.reason.clone(),
+            sni: None,
+            allow: r.allow.clone(),
+            peer,
+        });
     }
 
     /// A ClientHello naming another host than the connection was allowed
     /// for (or none).
-    pub fn refuse_sni(&self, host: &str, port: u16, sni: Option<&str>, via: &str, who: Client) {
-        let shown = sni.unwrap_or("(none)");
-        tracing::warn!(
-            id = %self.id,
-            host,
+    pub fn refuse_sni(
+        &self,
+        host: &str,
+        port: u16,
+        sni: Option<&str>,
+        via: Via,
+        peer: Option<SocketAddr>,
+    ) {
+        self.report(Refused {
+            blocker: Blocker::Sni,
+            host: host.to_string(),
             port,
-            pid = who.as_ref().map(|w| w.0),
-            sni = shown,
             via,
-            "egress refused: TLS server name {shown} does not match {host}"
-        );
-        let allow = sni.map(|s| format!("[net] allow = [\"{s}:{port}\"]"));
-        self.report(
-            format!("{host}:{port} sni={shown}"),
-            allow,
-            "egress.sni",
-            who,
-        );
+            reason: "the TLS server name does not match".into(),
+            sni: sni.map(String::from),
+            allow: sni.map(|s| format!("[net] allow = [\"{s}:{port}\"]")),
+            peer,
+        });
     }
 
     /// A DNS query for a name the rules do not allow.
     pub fn refuse_name(&self, name: &str) {
-        tracing::warn!(id = %self.id, host = name, "egress DNS refused: {name} is not in [net] allow (NXDOMAIN)");
-        self.report(
-            name.to_string(),
-            Some(format!("[net] allow = [\"{name}:443\"]")),
-            "egress.dns",
-            None,
-        );
+        self.report(Refused {
+            blocker: Blocker::Dns,
+            host: name.to_string(),
+            port: 0,
+            via: Via::Dns,
+            reason: "not in [net] allow (NXDOMAIN)".into(),
+            sni: None,
+            allow: Some(format!("[net] allow = [\"{name}:443\"]")),
+            peer: None,
+        });
     }
 }
 
-/// Serve the gateway's sockets on threads of their own; refusals go to
-/// `report` (the supervisor's denial report).
-pub fn start(id: &str, duty: Duty, report: Sender<Denial>) {
+/// Serve the gateway's sockets on threads of their own (in the gateway's
+/// process, [`child`]); refusals go to `report`.
+pub fn start(rules: Egress, listeners: Listeners, report: channel::Sender) {
     let shared = Arc::new(Shared {
-        id: id.to_string(),
-        init: duty.init,
-        rules: duty.rules,
+        rules,
         names: Names::default(),
-        report: Mutex::new(report),
+        report,
         open: AtomicUsize::new(0),
     });
     let Listeners {
@@ -283,7 +402,7 @@ pub fn start(id: &str, duty: Duty, report: Sender<Denial>) {
         dns_udp,
         dns_tcp,
         ports,
-    } = duty.listeners;
+    } = listeners;
     accept(&shared, proxy, http::serve);
     accept(&shared, dns_tcp, dns::serve_tcp);
     {
@@ -307,7 +426,9 @@ fn accept(
             Ok((c, _)) => {
                 if shared.open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                     shared.open.fetch_sub(1, Ordering::SeqCst);
-                    tracing::warn!(id = %shared.id, "egress: more than {MAX_CONNECTIONS} connections at once; closing the new one");
+                    shared.warn(&format!(
+                        "more than {MAX_CONNECTIONS} connections at once; closing the new one"
+                    ));
                     continue;
                 }
                 let _ = c.set_nodelay(true);
@@ -338,14 +459,14 @@ fn direct(shared: &Shared, conn: TcpStream, port: u16) {
             reason: format!("{local} is not an address the gateway's DNS stub gave out"),
             allow: None,
         };
-        return shared.refuse(&local.to_string(), port, &r, "direct", shared.client(peer));
+        return shared.refuse(&local.to_string(), port, &r, Via::Direct, peer);
     };
     let up = match upstream::connect(&shared.rules, &host, port) {
         Ok(u) => u,
-        Err(r) => return shared.refuse(&host, port, &r, "direct", shared.client(peer)),
+        Err(r) => return shared.refuse(&host, port, &r, Via::Direct, peer),
     };
     if let Err(sni) = tunnel::splice(conn, up, Vec::new(), Some(&host)) {
-        shared.refuse_sni(&host, port, sni.as_deref(), "direct", shared.client(peer));
+        shared.refuse_sni(&host, port, sni.as_deref(), Via::Direct, peer);
     }
 }
 

@@ -1,6 +1,7 @@
 //! Seeded byte mutations of a valid message, for the parsers of what a
-//! step sends the gateway (tests only): every mutant must be answered or
-//! refused, never panic or loop.
+//! step sends the gateway and of what the gateway's process sends the
+//! supervisor (tests only): every mutant must be answered or refused,
+//! never panic or loop.
 
 /// `rounds` mutants of `seed` (flipped, dropped, inserted and truncated
 /// bytes), deterministic for a given `salt`.

@@ -39,6 +39,7 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
         .unwrap_or(NetNamespace::None);
     let connect = ports(&mut t, d, "connect", "TCP");
     let bind = ports(&mut t, d, "bind", "TCP");
+    let (udp_key, udp_span) = (t.key("udp"), t.get("udp").map(|v| v.span()));
     let udp = ports(&mut t, d, "udp", "UDP");
     let unix = t.bool(d, "unix").is_some_and(|b| *b.get_ref());
     let scope = scopes(&mut t, d);
@@ -56,6 +57,17 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
             &ns_key,
             "[net] allow/allow_cidr need the step's own network namespace, but namespace is \"host\"",
             "remove `namespace = \"host\"` (the egress gateway gives an own namespace reaching only the allowed hosts), or drop allow/allow_cidr",
+        );
+    }
+    // With the gateway, UDP other than the stub must fail with EPERM, and
+    // seccomp cannot see a datagram's port: opening UDP would open it to
+    // every port (of the step's own loopback).
+    if let (true, false, Some(span)) = (egress.is_active(), udp.is_empty(), udp_span) {
+        d.error(
+            span,
+            &udp_key,
+            "[net] udp cannot be set together with [net] allow/allow_cidr: UDP sockets would open for every port, and with the egress gateway UDP other than its DNS stub must fail",
+            "remove `udp`: DNS goes to the gateway's stub over TCP (its resolv.conf says `options use-vc`), and the gateway carries TCP only",
         );
     }
     Net {
