@@ -193,8 +193,13 @@ impl Socket {
 
     /// Receive one datagram (blocking).
     fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.recv_flags(buf, 0)
+    }
+
+    fn recv_flags(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
         // SAFETY: buf is a valid writable buffer of its length.
-        let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n =
+            unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -243,7 +248,20 @@ impl Socket {
     /// The next record (blocking); `None` for a datagram that is no record.
     pub fn record(&self, buf: &mut [u8]) -> io::Result<Option<Record>> {
         let n = self.recv(buf)?;
-        let (kind, body) = split(&buf[..n])?;
+        Self::decode(&buf[..n])
+    }
+
+    /// The next queued record without blocking; `None` when none is queued.
+    pub fn try_record(&self, buf: &mut [u8]) -> io::Result<Option<Record>> {
+        match self.recv_flags(buf, libc::MSG_DONTWAIT) {
+            Ok(n) => Self::decode(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn decode(msg: &[u8]) -> io::Result<Option<Record>> {
+        let (kind, body) = split(msg)?;
         let end = body.iter().position(|b| *b == 0).unwrap_or(body.len());
         Ok(Some(Record {
             kind,
