@@ -198,8 +198,14 @@ impl Socket {
 
     fn recv_flags(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
         // SAFETY: buf is a valid writable buffer of its length.
-        let n =
-            unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), flags) };
+        let n = unsafe {
+            libc::recv(
+                self.0.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                flags,
+            )
+        };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
