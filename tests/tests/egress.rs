@@ -354,6 +354,20 @@ fn assert_confined(pid: i32, uid: u32, gid: u32) -> String {
 }
 
 /// A busybox bundle generated from an egress policy running `script`.
+/// A `sleep 600` container `id` created (not started) through the
+/// world's resolver view; its bundle.
+fn create_detached(w: &World, rt: &Runtime, id: &str) -> Bundle {
+    let bundle = busybox_bundle(w, "sleep 600");
+    assert_exit(
+        &run(&mut w.sandboy(
+            rt,
+            &["create", "--bundle", bundle.path().to_str().unwrap(), id],
+        )),
+        0,
+    );
+    bundle
+}
+
 fn busybox_bundle(w: &World, script: &str) -> Bundle {
     let bundle = Bundle::busybox(&["true"]);
     if let Some(probe) = [target_dir().join("probes/probe")]
@@ -448,16 +462,9 @@ fn detached_container_keeps_its_gateway_until_delete() {
         return;
     };
     let rt = Runtime::sandboy();
-    let bundle = busybox_bundle(&w, "sleep 600");
     let id = unique_id("egress-detached");
     let g = rt.guard(&id);
-    assert_exit(
-        &run(&mut w.sandboy(
-            &rt,
-            &["create", "--bundle", bundle.path().to_str().unwrap(), &id],
-        )),
-        0,
-    );
+    let _bundle = create_detached(&w, &rt, &id);
     let supervisors = pids_mentioning(&id);
     assert!(!supervisors.is_empty(), "no supervisor after create");
     // The gateway's own process is among them, de-privileged.
@@ -547,16 +554,9 @@ fn the_gateway_dies_with_its_supervisor() {
         return;
     };
     let rt = Runtime::sandboy();
-    let bundle = busybox_bundle(&w, "sleep 600");
     let id = unique_id("egress-orphan");
     let g = rt.guard(&id);
-    assert_exit(
-        &run(&mut w.sandboy(
-            &rt,
-            &["create", "--bundle", bundle.path().to_str().unwrap(), &id],
-        )),
-        0,
-    );
+    let _bundle = create_detached(&w, &rt, &id);
     let gateway = gateway_pid(&id);
     let status = fs::read_to_string(format!("/proc/{gateway}/status")).unwrap();
     let supervisor: i32 = status_field(&status, "PPid").parse().unwrap();
