@@ -44,10 +44,9 @@ pub struct Plan {
     /// The container's cwd, made (0755, as runc's MkdirAll) if missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
+    /// `linux.mountLabel`, given to the mounts as libcontainer gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_label: Option<String>,
-    #[serde(default)]
-    pub cgroup_ns: bool,
 }
 
 impl Plan {
@@ -65,11 +64,6 @@ pub fn install(spec: &mut Spec, rootfs: &Path) -> bool {
         mounts: take_bound_dev(spec, rootfs),
         cwd: None,
         mount_label: spec.linux().as_ref().and_then(|l| l.mount_label().clone()),
-        cgroup_ns: spec.linux().as_ref().is_some_and(|l| {
-            l.namespaces().iter().flatten().any(|n| {
-                n.typ() == oci_spec::runtime::LinuxNamespaceType::Cgroup && n.path().is_none()
-            })
-        }),
     };
     if let Some(cwd) = spec.process().as_ref().map(|p| p.cwd().clone()) {
         if cwd_made_on_a_mount(spec, rootfs, &cwd) {
@@ -111,14 +105,6 @@ fn last_cover<'a>(spec: &'a Spec, path: &Path) -> Option<&'a Mount> {
     })
 }
 
-fn is_bind(m: &Mount) -> bool {
-    m.typ().as_deref() == Some("bind")
-        || m.options()
-            .iter()
-            .flatten()
-            .any(|o| o == "bind" || o == "rbind")
-}
-
 /// A cwd below a mount that is not known to exist there: a fresh
 /// filesystem (tmpfs, …), or a bind whose source lacks it. A bind whose
 /// source has it (the common `-v $PWD:/work -w /work`) needs no hook.
@@ -134,7 +120,7 @@ fn cwd_made_on_a_mount(spec: &Spec, rootfs: &Path, cwd: &Path) -> bool {
         // The mount point itself: libcontainer makes it.
         return false;
     }
-    if !is_bind(m) {
+    if !libcontainer::rootfs::utils::is_bind(m) {
         return true;
     }
     !m.source()
@@ -153,7 +139,10 @@ fn take_bound_dev(spec: &mut Spec, rootfs: &Path) -> Vec<Mount> {
             .unwrap_or_else(|_| super::mounts::normalize(m.destination()))
     };
     let dev = Path::new("/dev");
-    let Some(at) = mounts.iter().position(|m| is_bind(m) && dest(m) == dev) else {
+    let Some(at) = mounts
+        .iter()
+        .position(|m| libcontainer::rootfs::utils::is_bind(m) && dest(m) == dev)
+    else {
         return Vec::new();
     };
     let mut taken = vec![std::mem::replace(&mut mounts[at], decoy())];
@@ -254,7 +243,14 @@ fn mount(plan: &Plan, m: &Mount) -> std::io::Result<()> {
     let propagation =
         MsFlags::MS_SHARED | MsFlags::MS_SLAVE | MsFlags::MS_PRIVATE | MsFlags::MS_UNBINDABLE;
     let flags = config.flags - propagation;
-    let data = config.data.join(",");
+    let mut data = config.data;
+    // As libcontainer labels its own mounts (SELinux hosts only).
+    if let Some(label) = plan.mount_label.as_deref() {
+        if !bind && Path::new("/sys/fs/selinux").exists() {
+            data.push(format!("context={label}"));
+        }
+    }
+    let data = data.join(",");
     let data = (!data.is_empty()).then_some(data.as_str());
     let no: Option<&str> = None;
     if bind {
