@@ -34,8 +34,6 @@ mod test_support;
 mod wasm_host;
 mod wrap;
 
-use clap::Parser;
-
 use crate::cli::args::{Cli, Command, LogFormat};
 use crate::cli::{logging, output};
 
@@ -44,7 +42,7 @@ fn main() {
     if std::env::args_os().next().as_deref() == Some(container::rootfs_hook::ARG0.as_ref()) {
         container::rootfs_hook::main();
     }
-    let cli = Cli::parse();
+    let cli = Cli::from_env();
     if cli.global.version {
         print_version();
         return;

@@ -117,6 +117,10 @@ impl Runtime {
             .map_or(Ok(()), |_| crate::supervisor::learn::result(&self.dir(id)));
         let refusals = self.collect_report(id, mode.report.as_deref())?;
         if !mode.keep {
+            // The init is reaped: record it stopped, so that the delete
+            // takes the stopped container's path (no libcgroups manager,
+            // whose construction reads mountinfo once per v1 hierarchy).
+            let _ = container.refresh_status();
             if let Err(e) = self.destroy(&mut container, true) {
                 tracing::warn!(id, error = %e, "delete after run failed");
                 self.remove_leftovers(id);
