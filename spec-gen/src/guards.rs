@@ -248,6 +248,67 @@ pub fn unix_sockets() -> LinuxSyscall {
     rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)])
 }
 
+/// The rules that keep a step which shares the host's pid and IPC
+/// namespaces (unprivileged `wrap`'s landlock tier) away from the user's
+/// other processes, where Landlock's scopes (signals, abstract sockets,
+/// ptrace) do not reach: each fails with EPERM.
+///
+/// * System V IPC (`shmget`/`shmat`/`shmctl`, `msg*`, `sem*`): without an
+///   IPC namespace a step could attach, read and rewrite the user's
+///   segments, queues and semaphores outside the sandbox (ids are small
+///   integers: `shmat` needs no `shmget`), and leave segments behind that
+///   outlive it and its memory limit. `shmdt` stays (it only detaches).
+/// * Calls that act on another process by pid with no ptrace or signal
+///   check an LSM scope sees: `prlimit64` (an `RLIMIT_CPU` of 1 s on the
+///   watchdog killed it and lost the timeout; `RLIMIT_FSIZE` 0 kills any
+///   writer), `setpriority`, `ioprio_set`, `sched_setaffinity`,
+///   `sched_setscheduler`, `sched_setparam` and `sched_setattr` are allowed
+///   only on the caller itself (pid or `who` 0; for `setpriority` and
+///   `ioprio_set` also only `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS`, since `who`
+///   0 with a user or group means all of them). glibc's `setrlimit`, `nice`
+///   and `sched_setaffinity(0, …)` keep working; setting another thread's
+///   affinity by tid does not.
+pub fn host_processes() -> Vec<LinuxSyscall> {
+    let v = Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(EPERM),
+    };
+    let ne = |index: usize, value: u64| cmp(index, LinuxSeccompOperator::ScmpCmpNe, value);
+    const IOPRIO_WHO_PROCESS: u64 = 1;
+    let mut out = vec![rule(
+        &[
+            "shmget",
+            "shmat",
+            "shmctl",
+            "msgget",
+            "msgsnd",
+            "msgrcv",
+            "msgctl",
+            "semget",
+            "semop",
+            "semtimedop",
+            "semctl",
+        ],
+        v,
+        vec![],
+    )];
+    for name in [
+        "prlimit64",
+        "sched_setaffinity",
+        "sched_setscheduler",
+        "sched_setparam",
+        "sched_setattr",
+    ] {
+        out.push(rule(&[name], v, vec![ne(0, 0)]));
+    }
+    // PRIO_PROCESS is 0.
+    out.push(rule(&["setpriority"], v, vec![ne(0, 0)]));
+    out.push(rule(&["setpriority"], v, vec![ne(1, 0)]));
+    out.push(rule(&["ioprio_set"], v, vec![ne(0, IOPRIO_WHO_PROCESS)]));
+    out.push(rule(&["ioprio_set"], v, vec![ne(1, 0)]));
+    out
+}
+
 /// The seccomp rules of the guards a policy has on, in [`GUARDS`] order.
 pub fn rules(p: &Policy) -> Vec<LinuxSyscall> {
     let net = net_restricted(p);

@@ -29,6 +29,11 @@
  *                                       (metadata: mtime to 1000000000; fchmod through an
  *                                        O_RDONLY fd; chown to the caller's own ids;
  *                                        user.sandboy = "1")
+ *   shmget KEY | shm-private | shm-create KEY
+ *                                       (find a System V segment by key (hex); make and
+ *                                        remove a private one; make one that stays)
+ *   prlimit PID | renice PID            (read another process's RLIMIT_NOFILE; set its
+ *                                        nice value to what it is: both harmless)
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -51,6 +56,8 @@
 #include <sys/ioctl.h>
 #include <sys/xattr.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -449,6 +456,24 @@ int main(int argc, char **argv)
 		return result(ioctl(0, TIOCGWINSZ, &ws));
 	} else if (!strcmp(cmd, "inodes") && a) {
 		return inode_flood(a);
+	} else if (!strcmp(cmd, "shmget") && a) {
+		return result(shmget((key_t)strtoul(a, NULL, 16), 0, 0));
+	} else if (!strcmp(cmd, "shm-create") && a) {
+		return result(shmget((key_t)strtoul(a, NULL, 16), 4096, IPC_CREAT | 0600));
+	} else if (!strcmp(cmd, "shm-private")) {
+		long id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+		if (id >= 0)
+			shmctl((int)id, IPC_RMID, NULL);
+		return result(id);
+	} else if (!strcmp(cmd, "prlimit") && a) {
+		struct rlimit old;
+		return result(prlimit((pid_t)atoi(a), RLIMIT_NOFILE, NULL, &old));
+	} else if (!strcmp(cmd, "renice") && a) {
+		errno = 0;
+		int nice = getpriority(PRIO_PROCESS, (id_t)atoi(a));
+		if (nice == -1 && errno)
+			return result(-1);
+		return result(setpriority(PRIO_PROCESS, (id_t)atoi(a), nice));
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;

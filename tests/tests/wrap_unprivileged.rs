@@ -698,3 +698,138 @@ fn unix_sockets_are_refused_unless_the_policy_opens_them() {
         );
     }
 }
+
+/// Issue 14, found by trying this build: the landlock tier shares the
+/// host's pid and IPC namespaces, where Landlock's scopes (signals,
+/// abstract sockets, ptrace) do not reach. A process of the same user
+/// outside the sandbox, and a System V segment of that user's, are out of
+/// the step's reach (prlimit could kill the watchdog with RLIMIT_CPU and
+/// lose the timeout); the step's own limits and priority stay its own.
+#[test]
+fn the_users_other_processes_and_ipc_are_out_of_reach() {
+    use std::io::BufRead;
+    let t = "the_users_other_processes_and_ipc_are_out_of_reach";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let mut victim = env
+        .user
+        .cmd("sh")
+        .args(["-c", "echo $$; exec sleep 60"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(victim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid = line.trim().to_string();
+    let key = format!("5b0e{:04x}", std::process::id() & 0xffff);
+    let outside = |args: &[&str]| capture(env.user.cmd(&env.probe).args(args));
+    // Outside the sandbox the user reaches both (so the refusals below are
+    // the sandbox's, not the kernel's permission checks).
+    assert_probe(
+        &outside(&["shm-create", &key]),
+        true,
+        "host: make a segment",
+    );
+    assert_probe(&outside(&["shmget", &key]), true, "host: find it");
+    assert_probe(
+        &outside(&["prlimit", &pid]),
+        true,
+        "host: prlimit of the victim",
+    );
+    for tier in TIERS {
+        if *tier == "namespaces" && !namespaces_work(&env) {
+            continue;
+        }
+        let pol = env.policy(&format!("procs-{tier}"), ns_of(tier), "");
+        let refused = |args: &[&str], errno: &str| {
+            let o = env.probe(tier, &pol, args);
+            assert_probe(&o, false, &format!("{tier}: {args:?}"));
+            assert!(
+                text(&o.stdout).contains(errno),
+                "{tier} {args:?}: {}",
+                text(&o.stdout)
+            );
+        };
+        // landlock: refused by seccomp (EPERM); namespaces: not visible.
+        let (seen, no_ipc) = if *tier == "landlock" {
+            ("EPERM", "EPERM")
+        } else {
+            ("ESRCH", "ENOENT")
+        };
+        refused(&["prlimit", &pid], seen);
+        refused(&["renice", &pid], seen);
+        refused(&["shmget", &key], no_ipc);
+        assert_probe(
+            &env.probe(tier, &pol, &["prlimit", "0"]),
+            true,
+            &format!("{tier}: own prlimit"),
+        );
+        if *tier == "landlock" {
+            refused(&["shm-private"], "EPERM");
+        } else {
+            assert_probe(
+                &env.probe(tier, &pol, &["shm-private"]),
+                true,
+                "namespaces: own IPC namespace",
+            );
+        }
+    }
+    assert!(victim.try_wait().unwrap().is_none(), "the victim died");
+    let _ = Command::new("ipcrm")
+        .args(["-M", &format!("0x{key}")])
+        .status();
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+/// `[fs] hide` inside a granted tree: the namespaces tier masks it as root
+/// wrap and OCI masked paths do (an empty directory, an empty file); the
+/// landlock tier, which can only grant, refuses it under enforce rather
+/// than run with the hidden files readable.
+#[test]
+fn hidden_paths_are_masked_or_the_policy_refused() {
+    let t = "hidden_paths_are_masked_or_the_policy_refused";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    fs::create_dir_all(env.dir.path().join("ro/secrets")).unwrap();
+    fs::write(env.dir.path().join("ro/secrets/key"), "HIDDEN-KEY").unwrap();
+    fs::write(env.dir.path().join("ro/.env"), "ENV-SECRET").unwrap();
+    let hide = format!(
+        "[fs]\nhide = [\"{}\", \"{}\"]\n",
+        env.p("ro/secrets"),
+        env.p("ro/.env")
+    );
+    let pol = env.policy("hide", "host", "");
+    let body = fs::read_to_string(&pol).unwrap().replace("[fs]\n", &hide);
+    fs::write(&pol, body).unwrap();
+    let cat = format!(
+        "cat {ro}/file; echo; cat {ro}/.env; echo; ls -A {ro}/secrets; cat {ro}/secrets/key; echo end",
+        ro = env.p("ro")
+    );
+    let o = capture(&mut env.wrap("landlock", &pol, &["sh", "-c", &cat]));
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("[fs] hide"), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "", "the command ran");
+    if !namespaces_work(&env) {
+        return;
+    }
+    let o = capture(&mut env.wrap("namespaces", &pol, &["sh", "-c", &cat]));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("r\n\n"),
+        "the sibling is readable, .env empty: {out}"
+    );
+    assert!(out.ends_with("end\n"), "{out}");
+    assert!(
+        !out.contains("HIDDEN-KEY") && !out.contains("ENV-SECRET"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("key"),
+        "the hidden directory lists empty: {out}"
+    );
+}

@@ -38,6 +38,7 @@
 
 use std::ffi::{CString, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
 use std::time::Instant;
 
 use nix::unistd::{fork, ForkResult};
@@ -103,6 +104,12 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
             "use --isolation namespaces where user namespaces work, or run it as root, or drop [limits] disk and inodes",
         ));
     }
+    if tier == Tier::Landlock && hides_inside_grants(policy) {
+        missing.push((
+            "[fs] hide inside a read, write or exec path needs a mount namespace to mask it (Landlock only grants, it cannot take a subpath back)",
+            "use --isolation namespaces where user namespaces work, or run it as root, or drop those [fs] hide entries",
+        ));
+    }
     let enforce = policy.landlock_mode == LandlockMode::Enforce;
     for (what, fix) in &missing {
         if enforce {
@@ -117,6 +124,16 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
         tracing::warn!(%id, %tier, "wrap: [limits] cpus is not applied without a cgroup");
     }
     Ok(())
+}
+
+/// Whether a `[fs] hide` path lies in (or is) a path the policy grants:
+/// one outside every grant is already out of reach.
+fn hides_inside_grants(policy: &Policy) -> bool {
+    let grants = || policy.read.iter().chain(&policy.write).chain(&policy.exec);
+    policy
+        .hide
+        .iter()
+        .any(|h| grants().any(|g| Path::new(h).starts_with(Path::new(g))))
 }
 
 /// What the unprivileged run needs from the caller.
@@ -164,11 +181,18 @@ fn cstring(b: &[u8]) -> Result<CString> {
 
 /// The spec fragment `sandboy_confine` prepares from: the Landlock
 /// annotation and the rendered seccomp profile.
-fn confinement_spec(policy: &Policy) -> Result<Spec> {
+fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
     let mut spec = Spec::default();
     spec.set_annotations(Some(render::annotations(policy).into_iter().collect()));
+    let mut profile = with_unix_guard(render::seccomp(policy), policy);
+    if tier == Tier::Landlock {
+        // No pid or IPC namespace of its own: see `guards::host_processes`.
+        let mut rules = profile.syscalls().clone().unwrap_or_default();
+        rules.extend(sandboy_spec_gen::guards::host_processes());
+        profile.set_syscalls(Some(rules));
+    }
     let linux = LinuxBuilder::default()
-        .seccomp(with_unix_guard(render::seccomp(policy), policy))
+        .seccomp(profile)
         .build()
         .map_err(|e| Failure::runtime(format!("wrap: seccomp profile: {e}")))?;
     spec.set_linux(Some(linux));
@@ -217,7 +241,7 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     };
     super::loader::grant(&mut policy, Some(&program));
 
-    let spec = confinement_spec(&policy)?;
+    let spec = confinement_spec(&policy, req.tier)?;
     // Landlock and seccomp may only be installed under no_new_privs; the
     // watchdog never execs, so setting it here costs nothing.
     nix::sys::prctl::set_no_new_privs()

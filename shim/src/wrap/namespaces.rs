@@ -125,6 +125,39 @@ fn bind(src: &Path, dst: &Path, what: &str) -> Result<(), SetupError> {
     )
 }
 
+/// `[fs] hide`, as OCI masked paths are made (runc, and root `wrap`): an
+/// empty read-only tmpfs over a directory, the host's `/dev/null` over a
+/// file, on top of every bind (a hidden path inside a write path is masked
+/// in its staged overlay too). A path that does not exist has nothing to
+/// hide.
+fn mask_hidden(policy: &Policy, old: &Path, new: &Path) -> Result<(), SetupError> {
+    for h in &policy.hide {
+        let dst = new.join(h.trim_start_matches('/'));
+        let Ok(meta) = fs::symlink_metadata(&dst) else {
+            continue;
+        };
+        if meta.is_dir() {
+            ctx(
+                mount(
+                    Some("tmpfs"),
+                    &dst,
+                    Some("tmpfs"),
+                    MsFlags::MS_NOSUID
+                        | MsFlags::MS_NODEV
+                        | MsFlags::MS_NOEXEC
+                        | MsFlags::MS_RDONLY,
+                    Some("size=0,mode=0555"),
+                )
+                .map_err(nix_io),
+                || format!("masking [fs] hide {h}"),
+            )?;
+        } else {
+            bind(&old.join("dev/null"), &dst, "[fs] hide mask")?;
+        }
+    }
+    Ok(())
+}
+
 fn tmpfs(dst: &Path, opts: &str) -> Result<(), SetupError> {
     ctx(
         mount(
@@ -282,6 +315,7 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
             })?;
         }
     }
+    mask_hidden(policy, old, new)?;
     if policy.egress.is_active() {
         resolver_files(new)?;
     }
