@@ -49,14 +49,33 @@ pub fn is_internal(ip: IpAddr) -> bool {
         }
         IpAddr::V6(a) => {
             let s = a.segments();
-            if let Some(v4) = a.to_ipv4_mapped() {
-                return is_internal(IpAddr::V4(v4));
+            // Forms that carry an IPv4 address a gateway or relay on the
+            // path may deliver to: mapped (::ffff:a.b.c.d), the deprecated
+            // compatible form (::a.b.c.d), NAT64's well-known prefix
+            // (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+            if let Some(v4) = a.to_ipv4() {
+                if !a.is_loopback() && !a.is_unspecified() {
+                    return is_internal(IpAddr::V4(v4));
+                }
+            }
+            let embedded = |hi: u16, lo: u16| {
+                let [h1, h2] = hi.to_be_bytes();
+                let [l1, l2] = lo.to_be_bytes();
+                is_internal(IpAddr::V4(std::net::Ipv4Addr::new(h1, h2, l1, l2)))
+            };
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return embedded(s[6], s[7]);
+            }
+            if s[0] == 0x2002 {
+                return embedded(s[1], s[2]);
             }
             a.is_loopback()
                 || a.is_unspecified()
                 || a.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00 // unique local
                 || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || s[..3] == [0x64, 0xff9b, 1] // NAT64 local use (64:ff9b:1::/48)
         }
     }
 }
@@ -167,10 +186,24 @@ mod tests {
             "fd00::1",
             "::ffff:10.0.0.1",
             "0.0.0.0",
+            "::10.0.0.1",
+            "::127.0.0.1",
+            "fec0::1",
+            "64:ff9b::10.0.0.1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::1",
+            "2002:0a00:0001::1",
+            "2002:7f00:1::",
         ] {
             assert!(is_internal(a.parse().unwrap()), "{a}");
         }
-        for a in ["1.1.1.1", "2606:4700::1111"] {
+        for a in [
+            "1.1.1.1",
+            "2606:4700::1111",
+            "64:ff9b::1.1.1.1",
+            "2002:0101:0101::1",
+            "::ffff:1.1.1.1",
+        ] {
             assert!(!is_internal(a.parse().unwrap()), "{a}");
         }
     }
