@@ -30,23 +30,31 @@ pub struct Allow {
     pub mounts: bool,
 }
 
+/// The annotations a node policy owns when applied (see [`apply`]).
+pub const OWNED: &[&str] = &[
+    annotations::LANDLOCK,
+    annotations::TIMEOUT,
+    annotations::POLICY_SHA256,
+    annotations::EGRESS,
+    annotations::WASM_LIMITS,
+];
+
 /// Apply `policy` onto `spec` (see the module docs); returns the policy's
 /// seccomp profile, to be installed in addition to the spec's own.
 pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSeccomp, Error> {
     render::check_renderable(policy, Some(spec))?;
+    own_network_or_refuse(policy, spec)?;
+    // Every annotation that confines (or, for egress and wasm limits, opens
+    // a way out or raises a cap) is the policy's: an engine's or bundle
+    // author's own value is dropped, not merged, so a raw
+    // `dev.sandboy.egress` cannot add a gateway the policy does not have
+    // and the policy's `[net] allow` is served.
     let mut ann = spec.annotations().clone().unwrap_or_default();
-    for key in [
-        annotations::LANDLOCK,
-        annotations::TIMEOUT,
-        annotations::POLICY_SHA256,
-    ] {
-        ann.remove(key);
+    for key in OWNED {
+        ann.remove(*key);
     }
     for (k, v) in render::annotations(policy) {
-        if matches!(
-            k.as_str(),
-            annotations::LANDLOCK | annotations::TIMEOUT | annotations::POLICY_SHA256
-        ) {
+        if OWNED.contains(&k.as_str()) {
             ann.insert(k, v);
         }
     }
@@ -73,6 +81,39 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
     linux.set_resources(Some(res));
     spec.set_linux(Some(linux));
     Ok(render::seccomp(policy))
+}
+
+/// A policy that keeps the step off the host's network (`namespace =
+/// "none"`, or an egress gateway for `[net] allow`) cannot be applied onto
+/// a spec that joins the host's (podman `--network host`, `hostNetwork:
+/// true`): its TCP port rules would then reach every host address, and a
+/// gateway would guard nothing. Refused rather than applied weaker.
+fn own_network_or_refuse(policy: &Policy, spec: &Spec) -> Result<(), Error> {
+    use crate::policy::NetNamespace;
+    use oci_spec::runtime::LinuxNamespaceType;
+    if policy.net_namespace != NetNamespace::None && !policy.egress.is_active() {
+        return Ok(());
+    }
+    let own = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter()
+                .any(|n| n.typ() == LinuxNamespaceType::Network && n.path().is_none())
+        });
+    if own {
+        return Ok(());
+    }
+    let why = if policy.egress.is_active() {
+        "[net] allow needs the container's own network namespace for its egress gateway"
+    } else {
+        "[net] namespace = \"none\" keeps the step off the host's network"
+    };
+    Err(Error::Spec(format!(
+        "{}: {why}, but the container joins the host's network (linux.namespaces has no new network namespace); run it without host networking (podman: not --network host; Kubernetes: hostNetwork: false), or name a policy with [net] namespace = \"host\"",
+        policy.file
+    )))
 }
 
 /// A positive limit; zero and negative values mean "unlimited" in the spec.

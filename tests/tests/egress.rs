@@ -927,3 +927,111 @@ fn the_landlock_tier_refuses_host_rules_under_enforce() {
         text(&o.stderr)
     );
 }
+
+/// Found by trying this build: a node policy (`dev.sandboy.policy=<name>`,
+/// docs/node.md) owns the egress annotation as it owns Landlock's. Its
+/// `[net] allow` gets the gateway, as a generated bundle's does; applied
+/// onto a spec on the host's network it is refused (its port rules would
+/// reach every host address); and a bundle's own `dev.sandboy.egress` no
+/// longer survives the policy to open a gateway to the host from a
+/// loopback-only container.
+#[test]
+fn a_node_policy_owns_egress() {
+    let Some(w) = World::start("a_node_policy_owns_egress") else {
+        return;
+    };
+    let rt = Runtime::sandboy();
+    let policies = w.dir.path().join("policies");
+    fs::create_dir_all(&policies).unwrap();
+    fs::write(
+        policies.join("egress.toml"),
+        format!(
+            "version = 1\n[fs]\nread = [\"/etc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n{}",
+            w.net()
+        ),
+    )
+    .unwrap();
+    fs::write(
+        policies.join("db.toml"),
+        "version = 1\n[fs]\nread = [\"/etc\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]\n[net]\nnamespace = \"none\"\nconnect = [5432]\n",
+    )
+    .unwrap();
+    let config = w.dir.path().join("config.toml");
+    fs::write(
+        &config,
+        format!("policy_dir = \"{}\"\n", policies.display()),
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let engine = |script: &str, ann: &[(&str, &str)]| {
+        let b = Bundle::busybox(&["sh", "-c", script]);
+        b.edit(|c| {
+            for (k, v) in ann {
+                c["annotations"][*k] = serde_json::json!(v);
+            }
+        });
+        b
+    };
+    let run_in = |b: &Bundle, id: &str| {
+        let _g = rt.guard(id);
+        run(&mut w.sandboy(
+            &rt,
+            &[
+                "--config",
+                cfg,
+                "run",
+                "--bundle",
+                b.path().to_str().unwrap(),
+                id,
+            ],
+        ))
+    };
+
+    // The policy's allow list, served: a listed name answers, another not.
+    let script = format!(
+        "echo ok $(wget -q -O - http://web.egress.test:{}/index.html); wget -q -O - http://bad.egress.test:{}/ >/dev/null 2>&1; echo bad $?",
+        w.http, w.other
+    );
+    let b = engine(&script, &[("dev.sandboy.policy", "egress")]);
+    let o = run_in(&b, &unique_id("node-egress"));
+    assert_exit(&o, 0);
+    has(&text(&o.stdout), "ok hello from upstream");
+    assert!(!text(&o.stdout).contains("bad 0"), "{}", text(&o.stdout));
+
+    // On the host's network: refused before anything exists.
+    for policy in ["egress", "db"] {
+        let b = engine("true", &[("dev.sandboy.policy", policy)]);
+        b.edit(|c| {
+            let ns = c["linux"]["namespaces"].as_array_mut().unwrap();
+            ns.retain(|n| n["type"] != "network");
+        });
+        let id = unique_id("node-hostnet");
+        let o = run_in(&b, &id);
+        assert_exit(&o, 2);
+        assert!(
+            text(&o.stderr).contains("host's network"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert!(!rt.root.path().join(&id).exists(), "state left for {id}");
+    }
+
+    // A raw egress annotation under a loopback-only policy opens nothing:
+    // no gateway answers on the port the bundle chose.
+    let raw = format!(
+        "{{\"allow\":[],\"deny\":[],\"allow_cidr\":[\"127.77.0.0/24:{}\"],\"proxy_port\":5432}}",
+        w.http
+    );
+    let script = format!(
+        "printf 'CONNECT 127.77.0.1:{} HTTP/1.1\\r\\n\\r\\n' | nc 127.0.0.1 5432 2>&1; echo done",
+        w.http
+    );
+    let b = engine(
+        &script,
+        &[("dev.sandboy.policy", "db"), ("dev.sandboy.egress", &raw)],
+    );
+    let o = run_in(&b, &unique_id("node-rawegress"));
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert!(out.ends_with("done\n") && !out.contains("200"), "{out}");
+}
