@@ -85,13 +85,18 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
 
 /// A policy that keeps the step off the host's network (`namespace =
 /// "none"`, or an egress gateway for `[net] allow`) cannot be applied onto
-/// a spec that joins the host's (podman `--network host`, `hostNetwork:
-/// true`): its TCP port rules would then reach every host address, and a
-/// gateway would guard nothing. Refused rather than applied weaker.
+/// a spec on the host's network (no network namespace at all: podman
+/// `--network host`, `hostNetwork: true`): its TCP port rules would then
+/// reach every host address, and a gateway would guard nothing. Refused
+/// rather than applied weaker. A joined namespace (a path: a CRI pod's)
+/// is the pod's network, not the host's, for `namespace = "none"`; the
+/// gateway needs a namespace of the container's own, as for a bundle's
+/// own egress annotation.
 fn own_network_or_refuse(policy: &Policy, spec: &Spec) -> Result<(), Error> {
     use crate::policy::NetNamespace;
     use oci_spec::runtime::LinuxNamespaceType;
-    if policy.net_namespace != NetNamespace::None && !policy.egress.is_active() {
+    let egress = policy.egress.is_active();
+    if policy.net_namespace != NetNamespace::None && !egress {
         return Ok(());
     }
     let own = spec
@@ -100,7 +105,7 @@ fn own_network_or_refuse(policy: &Policy, spec: &Spec) -> Result<(), Error> {
         .and_then(|l| l.namespaces().as_ref())
         .is_some_and(|ns| {
             ns.iter()
-                .any(|n| n.typ() == LinuxNamespaceType::Network && n.path().is_none())
+                .any(|n| n.typ() == LinuxNamespaceType::Network && (n.path().is_none() || !egress))
         });
     if own {
         return Ok(());
