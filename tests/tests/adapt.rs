@@ -745,3 +745,78 @@ fn bad_input_is_one_located_message_exit_2_and_leaves_nothing() {
         assert_nothing_left(&rt);
     }
 }
+
+/// Found by trying this build: an input is opened without blocking (a FIFO
+/// used to hang `adapt` past every deadline), and as root an input reached
+/// through a symlink must be readable by others along its real path — the
+/// container binds the target, skipping its parents' permission checks, so
+/// a symlink a user planted in a directory root adapts handed over a file
+/// from someone's private directory. Each refusal next to its allowed
+/// counterpart: the same file through the symlink once others may reach
+/// it, and root's own private file given by its own path.
+#[test]
+fn inputs_are_regular_files_and_symlinks_hand_over_nothing_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = "inputs_are_regular_files_and_symlinks_hand_over_nothing_private";
+    if !need_root(t) || !have_components(t) || !need_tool(t, "mkfifo") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let dir = TempDir::new("inputs");
+    let out = dir.path().join("out.sarif");
+    let run = |input: &Path| {
+        let flag = format!("report.json={}", input.display());
+        adapt(
+            &rt,
+            &[
+                "--tool",
+                "infersharp",
+                "--artifact",
+                &flag,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        )
+    };
+    let fifo = dir.path().join("fifo.json");
+    assert_exit(&capture(Command::new("mkfifo").arg(&fifo)), 0);
+    let started = std::time::Instant::now();
+    let o = run(&fifo);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("not a regular file"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    let private = dir.path().join("private");
+    fs::create_dir_all(&private).unwrap();
+    let real = private.join("report.json");
+    fs::copy(testdata("infersharp-report.json"), &real).unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let reports = dir.path().join("reports");
+    fs::create_dir_all(&reports).unwrap();
+    let link = reports.join("report.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let o = run(&link);
+    assert_exit(&o, 2);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("reached through a symlink") && err.contains("others cannot enter"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a log was written");
+    assert_nothing_left(&rt);
+
+    // Root's own file by its own path: read as before.
+    assert_exit(&run(&real), 0);
+    fs::remove_file(&out).unwrap();
+    // Through the symlink once others may enter the directory.
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_exit(&run(&link), 0);
+    assert!(out.exists());
+    assert_nothing_left(&rt);
+}
