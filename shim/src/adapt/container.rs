@@ -11,7 +11,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use sandboy_spec_gen::policy::{BindMount, Policy};
+use sandboy_spec_gen::policy::Policy;
 use sandboy_spec_gen::render::{self, RenderOptions};
 
 use super::{with_stdout_to, Job};
@@ -47,14 +47,13 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
         policy.mounts.clear();
         for (n, input) in job.inputs.iter().enumerate() {
             let inside = PathBuf::from(format!("/in/{n}"));
-            File::create(rootfs.join(format!("in/{n}")))?;
-            policy.mounts.push(BindMount {
-                source: input.path.clone(),
-                destination: inside.display().to_string(),
-                options: ["rbind", "ro", "nosuid", "nodev", "noexec"]
-                    .map(String::from)
-                    .to_vec(),
-            });
+            // A copy, from a descriptor opened race-free (`super::input`),
+            // not a bind of the path: a bind resolves the path again.
+            let mut from = super::input::open(&input.path).map_err(|e| {
+                Failure::usage(format!("adapt: {}: {}", input.path.display(), e.message))
+            })?;
+            let mut to = File::create(rootfs.join(format!("in/{n}")))?;
+            std::io::copy(&mut from, &mut to)?;
             args.extend(input.words(&inside));
         }
         policy.args = args;

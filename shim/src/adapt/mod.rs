@@ -17,6 +17,7 @@
 
 mod confined;
 mod container;
+mod input;
 pub mod merge;
 mod policy;
 pub mod registry;
@@ -171,8 +172,8 @@ fn resolve(
             Some(n) => format!("{} {n}={}", i.flag, i.path.display()),
             None => format!("{} {}", i.flag, i.path.display()),
         };
-        let (abs, len) =
-            readable_file(&i.path).map_err(|e| Failure::usage(format!("adapt: {what}: {e}")))?;
+        let (abs, len) = readable_file(&i.path, true)
+            .map_err(|e| Failure::usage(format!("adapt: {what}: {e}")))?;
         total += len;
         if total > limits.max_input {
             return Err(Failure::usage(format!(
@@ -182,7 +183,7 @@ fn resolve(
         }
         i.path = abs;
     }
-    let (component, _) = readable_file(&component).map_err(|e| {
+    let (component, _) = readable_file(&component, false).map_err(|e| {
         Failure::usage(format!(
             "adapt: component {} (tool {tool}): {e}; build it (make components) or reinstall (make install)",
             component.display()
@@ -199,13 +200,10 @@ fn resolve(
 ///
 /// Opened non-blocking, so a FIFO (or a device that blocks on open) is
 /// refused as "not a regular file" instead of hanging `adapt` outside any
-/// deadline. As root, an input reached through a symlink must be readable
-/// by others along its real path ([`others_can_read`]): the container binds
-/// the target, which skips the permission checks of its parent
-/// directories, so a symlink planted by a user in a directory root adapts
-/// (`audit reports/`) would otherwise hand that user's adapter a file in
-/// someone else's private directory.
-fn readable_file(path: &Path) -> std::result::Result<(PathBuf, u64), String> {
+/// deadline. As root, the input is also opened as the container will read
+/// it ([`input::open`]): a symlink must not hand over a file its owner
+/// could not read (the check is the kernel's own, in one open).
+fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64), String> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -221,52 +219,11 @@ fn readable_file(path: &Path) -> std::result::Result<(PathBuf, u64), String> {
         .take(1)
         .read(&mut [0u8; 1])
         .map_err(|e| format!("cannot read: {e}"))?;
+    if input && nix::unistd::geteuid().is_root() {
+        input::open(path).map_err(|e| e.message)?;
+    }
     let abs = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve: {e}"))?;
-    if nix::unistd::geteuid().is_root() && through_symlink(path) {
-        others_can_read(&abs).map_err(|why| {
-            format!(
-                "reached through a symlink, {} {why}: the adapter reads its inputs as user 65534, and a symlink must not hand over a file its owner cannot reach; pass a path without symlinks, or make the file readable by others",
-                abs.display()
-            )
-        })?;
-    }
     Ok((abs, meta.len()))
-}
-
-/// Whether a component of `path` (as given, made absolute) is a symlink.
-fn through_symlink(path: &Path) -> bool {
-    let Ok(abs) = std::path::absolute(path) else {
-        return true;
-    };
-    let mut at = PathBuf::new();
-    abs.components().any(|c| {
-        at.push(c);
-        std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink())
-    })
-}
-
-/// `Ok` when others may read the file at `real` (a resolved path): the file
-/// has the others-read bit and every directory above it the others-search
-/// bit; otherwise what is missing.
-fn others_can_read(real: &Path) -> std::result::Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.permissions().mode())
-            .map_err(|e| format!("cannot be checked ({}: {e})", p.display()))
-    };
-    if mode(real)? & 0o004 == 0 {
-        return Err("is not readable by others".into());
-    }
-    for dir in real.ancestors().skip(1) {
-        if mode(dir)? & 0o001 == 0 {
-            return Err(format!(
-                "is inside {}, which others cannot enter",
-                dir.display()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `sandboy adapt --list`: tool, component, sha256, inputs and phases.
