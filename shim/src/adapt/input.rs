@@ -36,9 +36,14 @@ pub fn open(path: &Path) -> Result<File> {
         // SAFETY: openat2 returned a new fd, owned once here.
         Ok(fd) => unsafe { File::from_raw_fd(fd) },
         Err(Errno::ELOOP) => as_adapter(path)?,
-        Err(e) => return Err(refused(&e.to_string())),
+        Err(e) => {
+            let e = std::io::Error::from_raw_os_error(e as i32);
+            return Err(refused(&format!("cannot read: {e}")));
+        }
     };
-    let meta = file.metadata().map_err(|e| refused(&e.to_string()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| refused(&format!("cannot read: {e}")))?;
     if !meta.is_file() {
         return Err(refused("not a regular file"));
     }

@@ -200,16 +200,20 @@ fn resolve(
 ///
 /// Opened non-blocking, so a FIFO (or a device that blocks on open) is
 /// refused as "not a regular file" instead of hanging `adapt` outside any
-/// deadline. As root, the input is also opened as the container will read
-/// it ([`input::open`]): a symlink must not hand over a file its owner
+/// deadline. As root, an input is opened as the container's copy of it
+/// will be ([`input::open`]): a symlink must not hand over a file its owner
 /// could not read (the check is the kernel's own, in one open).
 fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64), String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
+    let f = if input && nix::unistd::geteuid().is_root() {
+        input::open(path).map_err(|e| e.message)?
+    } else {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| format!("cannot read: {e}"))?
+    };
     let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
         return Err("not a regular file".into());
@@ -219,9 +223,6 @@ fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64)
         .take(1)
         .read(&mut [0u8; 1])
         .map_err(|e| format!("cannot read: {e}"))?;
-    if input && nix::unistd::geteuid().is_root() {
-        input::open(path).map_err(|e| e.message)?;
-    }
     let abs = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve: {e}"))?;
     Ok((abs, meta.len()))
 }

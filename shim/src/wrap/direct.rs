@@ -184,31 +184,29 @@ fn cstring(b: &[u8]) -> Result<CString> {
 fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
     let mut spec = Spec::default();
     spec.set_annotations(Some(render::annotations(policy).into_iter().collect()));
-    let mut profile = with_unix_guard(render::seccomp(policy), policy);
-    if tier == Tier::Landlock {
-        // No pid or IPC namespace of its own: see `guards::host_processes`.
-        let mut rules = profile.syscalls().clone().unwrap_or_default();
-        rules.extend(sandboy_spec_gen::guards::host_processes());
-        profile.set_syscalls(Some(rules));
-    }
     let linux = LinuxBuilder::default()
-        .seccomp(profile)
+        .seccomp(with_host_guards(render::seccomp(policy), policy, tier))
         .build()
         .map_err(|e| Failure::runtime(format!("wrap: seccomp profile: {e}")))?;
     spec.set_linux(Some(linux));
     Ok(spec)
 }
 
-/// The unprivileged tiers run on the host's filesystem, where the user's
-/// own sockets answer any process of the user: UNIX sockets are refused
-/// at creation ([`sandboy_spec_gen::guards::unix_sockets`]) unless the policy says
-/// `[net] unix = true`.
-fn with_unix_guard(mut profile: LinuxSeccomp, policy: &Policy) -> LinuxSeccomp {
-    if policy.unix {
-        return profile;
-    }
+/// The rules the unprivileged tiers add because they run on the host:
+/// UNIX sockets are refused at creation
+/// ([`sandboy_spec_gen::guards::unix_sockets`]), since the user's own
+/// sockets answer any process of the user, unless the policy says `[net]
+/// unix = true`; and the landlock tier, with no pid or IPC namespace of its
+/// own, keeps away from the user's other processes
+/// ([`sandboy_spec_gen::guards::host_processes`]).
+fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> LinuxSeccomp {
     let mut rules = profile.syscalls().clone().unwrap_or_default();
-    rules.push(sandboy_spec_gen::guards::unix_sockets());
+    if !policy.unix {
+        rules.push(sandboy_spec_gen::guards::unix_sockets());
+    }
+    if tier == Tier::Landlock {
+        rules.extend(sandboy_spec_gen::guards::host_processes());
+    }
     profile.set_syscalls(Some(rules));
     profile
 }
