@@ -33,7 +33,7 @@ fn net_enforcement(o: &mut String, p: &Policy, ports: &dyn Fn(&[u16]) -> String)
         }
         let _ = writeln!(o, "    raw, packet, ICMP, SCTP, vsock and exotic-family sockets and netlink other than NETLINK_ROUTE: refused by seccomp; NETLINK_ROUTE stays open (it lists the interfaces of the namespace)");
     } else {
-        let _ = writeln!(o, "    no [net] rule on the host network: every socket family, UDP and raw socket works as for the host user");
+        let _ = writeln!(o, "    Landlock off and no [net] rule on the host network: every socket family, UDP and raw socket works as for the host user");
     }
     if p.unix {
         let _ = writeln!(o, "    unix = true: unprivileged `sandboy wrap` may create UNIX sockets and so connect to any host socket the user can (ssh-agent, D-Bus, docker); Landlock restricts pathname sockets only from ABI 9");

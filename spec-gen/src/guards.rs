@@ -7,8 +7,9 @@
 //!
 //! A guard is named like a syscall in `[syscalls]`: the *syscall* guards
 //! are part of the built-in deny list (`default_deny = true`), the
-//! *network* guards are on whenever the network is restricted (any `[net]`
-//! rule, or `namespace = "none"`), whatever `default_deny` says. Either kind
+//! *network* guards are on whenever the network is restricted (always, but
+//! with Landlock off on the host network and no `[net]` rule), whatever
+//! `default_deny` says. Either kind
 //! is removed with `[syscalls] allow = ["<guard>"]` and added with
 //! `[syscalls] deny = ["<guard>"]`; UDP is opened by `[net] udp = [ports]`.
 //!
@@ -23,6 +24,7 @@ use oci_spec::runtime::{
     LinuxSeccompAction, LinuxSeccompArg, LinuxSeccompArgBuilder, LinuxSeccompOperator, LinuxSyscall,
 };
 
+use crate::annotations::LandlockMode;
 use crate::policy::{NetNamespace, Policy, SeccompAction};
 
 /// When a guard applies.
@@ -30,8 +32,7 @@ use crate::policy::{NetNamespace, Policy, SeccompAction};
 pub enum Kind {
     /// Part of the built-in deny list (`default_deny = true`).
     Syscall,
-    /// On whenever the network is restricted (any `[net]` rule or
-    /// `namespace = "none"`).
+    /// On whenever the network is restricted ([`net_restricted`]).
     Net,
 }
 
@@ -117,9 +118,19 @@ pub fn names(kind: Kind) -> impl Iterator<Item = &'static str> {
 }
 
 /// Whether the policy restricts the network (and so gets the network
-/// guards): any TCP/UDP rule, or an own network namespace.
+/// guards). It does whenever Landlock restricts TCP, which is always but
+/// with `[landlock] mode = "off"`: TCP `connect`/`bind` with no port listed
+/// mean none, and a Fast Open or MPTCP connect, UDP, vsock or sock_diag
+/// would otherwise reach what that refuses. On the host network a
+/// "no `[net]` rule" policy once meant "unrestricted" here while Landlock
+/// refused TCP (a red team's MPTCP connect went through, issue 14); and
+/// wrap's landlock tier, which has no network namespace of its own, runs
+/// a `namespace = "none"` policy on the host network, so the namespace is
+/// no sign either. With Landlock off, an own namespace or any rule still
+/// restricts.
 pub fn net_restricted(p: &Policy) -> bool {
-    p.net_namespace == NetNamespace::None
+    p.landlock_mode != LandlockMode::Off
+        || p.net_namespace == NetNamespace::None
         || !p.connect.is_empty()
         || !p.bind.is_empty()
         || !p.udp.is_empty()
@@ -246,6 +257,32 @@ pub fn unix_sockets() -> LinuxSyscall {
         errno: Some(EACCES),
     };
     rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)])
+}
+
+/// File attribute ioctls refused with EPERM where the host's files are
+/// not read-only underneath the step (unprivileged `wrap`'s landlock
+/// tier): Landlock checks no ioctl on regular files, so `chattr` of a file
+/// the policy lists read-only set `+A +S +d` (a red team), and the
+/// metadata guard sees only the `chmod` family. `FS_IOC_SETFLAGS` (and its
+/// 32-bit form), `FS_IOC_FSSETXATTR` and `FS_IOC_SETVERSION` (both forms);
+/// reading them (`lsattr`) stays. In a write path too: the step cannot set
+/// `+C` (no copy-on-write) or `+c` there either, which programs treat as
+/// optional.
+pub fn file_attributes() -> Vec<LinuxSyscall> {
+    let v = Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(EPERM),
+    };
+    [
+        0x4008_6602u64, // FS_IOC_SETFLAGS
+        0x4004_6602,    // FS_IOC32_SETFLAGS
+        0x401c_5820,    // FS_IOC_FSSETXATTR
+        0x4008_7602,    // FS_IOC_SETVERSION
+        0x4004_7602,    // FS_IOC32_SETVERSION
+    ]
+    .into_iter()
+    .map(|request| rule(&["ioctl"], v, vec![masked(1, INT, request)]))
+    .collect()
 }
 
 /// The rules that keep a step which shares the host's pid and IPC

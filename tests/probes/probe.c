@@ -34,6 +34,7 @@
  *                                        remove a private one; make one that stays)
  *   prlimit PID | renice PID            (read another process's RLIMIT_NOFILE; set its
  *                                        nice value to what it is: both harmless)
+ *   chattr PATH                         (FS_IOC_SETFLAGS: add FS_NOATIME_FL, "chattr +A")
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -54,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/fs.h>
 #include <sys/xattr.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -474,6 +476,15 @@ int main(int argc, char **argv)
 		if (nice == -1 && errno)
 			return result(-1);
 		return result(setpriority(PRIO_PROCESS, (id_t)atoi(a), nice));
+	} else if (!strcmp(cmd, "chattr") && a) {
+		int fd = open(a, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return result(-1);
+		int flags = 0;
+		if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0)
+			return result(-1);
+		flags |= FS_NOATIME_FL;
+		return result(ioctl(fd, FS_IOC_SETFLAGS, &flags));
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;

@@ -358,3 +358,34 @@ fn a_failed_create_is_one_line_with_the_id_and_cause() {
     );
     assert_nothing_left(&rt, &id);
 }
+
+/// `vm.memfd_noexec` is per pid namespace and can never be lowered: in a
+/// spec sharing the host's pid namespace, applying it would raise the
+/// host's for good. Refused (exit 2, nothing left, the host's value as it
+/// was); the same key with the container's own pid namespace runs.
+#[test]
+fn a_namespaced_sysctl_outside_the_containers_namespace_is_refused() {
+    if !need_root("a_namespaced_sysctl_outside_the_containers_namespace_is_refused") {
+        return;
+    }
+    let host = || fs::read_to_string("/proc/sys/vm/memfd_noexec").unwrap_or_default();
+    let before = host();
+    let rt = Runtime::sandboy();
+    let id = unique_id("sysctl");
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| {
+        c["linux"]["sysctl"] = serde_json::json!({"vm.memfd_noexec": "2"});
+        let ns = c["linux"]["namespaces"].as_array_mut().unwrap();
+        ns.retain(|n| n["type"] != "pid");
+    });
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    expect(&o, 2, &["vm.memfd_noexec", "no pid namespace of its own"]);
+    assert_nothing_left(&rt, &id);
+    assert_eq!(host(), before, "the host's vm.memfd_noexec changed");
+    // Counterpart: its own pid namespace.
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| c["linux"]["sysctl"] = serde_json::json!({"vm.memfd_noexec": "2"}));
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_eq!(host(), before, "the host's vm.memfd_noexec changed");
+}

@@ -1438,17 +1438,36 @@ fn tcp_fast_open_mptcp_and_unbound_listen_are_refused() {
             (&format!("connect {lps}"), "ok"),
         ],
     );
-    // Counterpart: with no [net] rule on the host network nothing is
-    // guarded, and the same primitives reach the unlisted port.
-    let open = Sandbox::generated(
-        "version = 1\nname = \"open-net\"\n[fs]\nexec = [\"/bin\"]\n[net]\nnamespace = \"host\"\n",
+    // No [net] rule on the host network means no network: Landlock
+    // refuses TCP, and the guards close what its hooks do not see (a red
+    // team's MPTCP connect went through this policy), UDP, vsock and
+    // sock_diag included.
+    let ruleless =
+        "version = 1\nname = \"open-net\"\n[fs]\nexec = [\"/bin\"]\n[net]\nnamespace = \"host\"\n";
+    let send = format!("udp-send {}", lp);
+    expect_table(
+        &Sandbox::generated(ruleless),
+        &[
+            (&format!("mptcp {up}"), "errno=EPROTONOSUPPORT"),
+            (&format!("fastopen {up}"), "errno=EOPNOTSUPP"),
+            ("tfo-connect", "errno=ENOPROTOOPT"),
+            ("listen-unbound", "errno=EACCES"),
+            (&format!("connect {up}"), "errno=EACCES"),
+            (&send, "errno=EPERM"),
+            ("socket 40 1 0", "errno=EPERM"), // AF_VSOCK
+            ("socket 16 3 4", "errno=EPERM"), // NETLINK_SOCK_DIAG
+        ],
     );
+    // Counterpart: with Landlock off nothing restricts the host network,
+    // and the same primitives reach the unlisted port.
+    let open = Sandbox::generated(&ruleless.replace("[fs]", "[landlock]\nmode = \"off\"\n[fs]"));
     expect_table(
         &open,
         &[
             (&format!("mptcp {up}"), "ok"),
             ("tfo-connect", "ok"),
             ("listen-unbound", "ok"),
+            (&format!("connect {up}"), "ok"),
         ],
     );
 }

@@ -119,6 +119,68 @@ fn learned_policy_runs_the_build_and_refuses_what_is_new() {
     assert!(!out.exists());
 }
 
+/// A home directory is never learned (issue 14, found by a red team): a
+/// step that reads three dotfiles of `$HOME` and creates one there once
+/// got `write = ["<home>"]`, and with it `~/.ssh`. The learned policy
+/// keeps the files it read, grants no home, and a confined read of the
+/// key is refused while the same user reads it outside.
+#[test]
+fn a_learned_policy_never_grants_a_home_directory() {
+    let test = "a_learned_policy_never_grants_a_home_directory";
+    let Some(sandboy_bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("learn-home");
+    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+    let home = std::path::PathBuf::from(format!("/home/{}", user.name));
+    let key = home.join(".ssh/id_ed25519");
+    let sh = |script: &str| capture(user.cmd("sh").args(["-c", script]).current_dir(&home));
+    assert_exit(
+        &sh("mkdir -p .ssh && echo KEY > .ssh/id_ed25519 && chmod 700 .ssh && chmod 600 .ssh/id_ed25519 && touch .a .b .c"),
+        0,
+    );
+    let learned = home.join("learned.toml");
+    let o = capture(
+        user.cmd(&sandboy)
+            .args(["wrap", "--learn"])
+            .arg(&learned)
+            .args(["--", "sh", "-c", "cat .a .b .c && echo x > .cache-x"])
+            .current_dir(&home),
+    );
+    assert_exit(&o, 0);
+    let policy = fs::read_to_string(&learned).unwrap();
+    let home_s = home.display().to_string();
+    assert!(
+        !policy.contains(&format!("\"{home_s}\"")) && !policy.contains("\"/home\""),
+        "a home directory was granted:\n{policy}"
+    );
+    assert!(policy.contains(&format!("\"{home_s}/.a\"")), "{policy}");
+    let o = capture(
+        user.cmd(&sandboy)
+            .args(["wrap", "--policy"])
+            .arg(&learned)
+            .arg("--")
+            .arg("cat")
+            .arg(&key)
+            .current_dir(&home),
+    );
+    assert!(
+        !o.status.success() && !text(&o.stdout).contains("KEY"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        text(&o.stderr).contains("Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Counterpart: the user reads it outside the sandbox.
+    assert_eq!(text(&sh("cat .ssh/id_ed25519").stdout), "KEY\n");
+}
+
 /// The script a learning container runs: a read, a directory made (`-p`:
 /// a mkdir of the existing /out first, which needs no rule) and a file
 /// written in a writable directory (by relative paths: resolved against

@@ -151,3 +151,60 @@ fn the_landlock_tier_changes_metadata_only_in_write_paths() {
         }
     }
 }
+
+/// `chattr` is an ioctl Landlock does not check on regular files, and the
+/// landlock tier's host files are writable underneath: a red team set
+/// `+A +S +d` on a file the policy lists read-only. Refused (EPERM, the
+/// flags as they were); the same user sets the flag outside the sandbox.
+#[test]
+fn the_landlock_tier_refuses_file_attribute_flags() {
+    let test = "the_landlock_tier_refuses_file_attribute_flags";
+    let probe_bin = target_dir().join("probes/probe");
+    if !probe_bin.is_file() {
+        skip(test, "the probe is not built (make probes)");
+        return;
+    }
+    let Some(sandboy_bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("wrapattr");
+    let probe = user.reachable_copy(&probe_bin, &dir);
+    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+    let ro = dir.path().join("ro");
+    fs::create_dir_all(&ro).unwrap();
+    user.chown(&ro);
+    let file = ro.join("f");
+    fresh(&user, &file);
+    let flags = |p: &Path| {
+        let f = fs::File::open(p).unwrap();
+        let mut v: libc::c_int = 0;
+        // SAFETY: FS_IOC_GETFLAGS writes one int into `v`, which outlives the call.
+        let rc = unsafe { libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&f), 0x8008_6601, &mut v) };
+        (rc == 0).then_some(v)
+    };
+    let Some(before) = flags(&file) else {
+        skip(test, "this file system has no attribute flags");
+        return;
+    };
+    let o = output_timeout(
+        user.cmd(&sandboy)
+            .args(["wrap", "--isolation", "landlock", "--exec"])
+            .arg(probe.parent().unwrap())
+            .arg("--ro")
+            .arg(&ro)
+            .arg("--")
+            .arg(&probe)
+            .arg("chattr")
+            .arg(&file),
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(text(&o.stdout), "errno=EPERM\n", "{}", text(&o.stderr));
+    assert_eq!(flags(&file), Some(before), "the flags changed");
+    // Counterpart: outside the sandbox the user may.
+    let o = capture(user.cmd(&probe).arg("chattr").arg(&file));
+    assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
+    assert_ne!(flags(&file), Some(before));
+}

@@ -587,6 +587,52 @@ fn the_namespaces_tier_stages_and_caps_writes_the_landlock_tier_refuses_caps() {
     );
     assert_eq!(fs::read_dir(out.join("flood")).unwrap().count(), 0);
 
+    // The commit writes no more than the staging held: a 1 GiB sparse
+    // file stays sparse on the host; six names of one 4 MiB file (24 MiB
+    // as copies) are refused whole under the 8 MiB cap, two (8 MiB plus
+    // the sparse file's nothing) fit. A red team committed 1.15 GiB from
+    // a 10 MiB staging this way.
+    let shell = |script: &str| {
+        output_timeout(
+            &mut env.wrap("namespaces", &capped, &["sh", "-c", script]),
+            std::time::Duration::from_secs(60),
+        )
+    };
+    let links = |n: usize| {
+        let mut s = format!(
+            "cd {o} && mkdir -p links && yes 0123456789abcdef | head -c 3000000 > links/a",
+            o = out.display()
+        );
+        for i in 1..n {
+            s.push_str(&format!(" && ln links/a links/l{i}"));
+        }
+        s
+    };
+    let o = shell(&format!("{} && truncate -s 1G sparse", links(6)));
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("refusing to commit") && text(&o.stderr).contains("hard links"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        !out.join("links").exists() && !out.join("sparse").exists(),
+        "part of a refused commit was written"
+    );
+    let o = shell(&format!("{} && truncate -s 1G sparse", links(2)));
+    assert_exit(&o, 0);
+    let sparse = fs::metadata(out.join("sparse")).unwrap();
+    use std::os::unix::fs::MetadataExt as _;
+    assert_eq!(sparse.len(), 1 << 30);
+    assert!(
+        sparse.blocks() < 64,
+        "the sparse file was written out: {} blocks",
+        sparse.blocks()
+    );
+    assert_eq!(fs::read_dir(out.join("links")).unwrap().count(), 2);
+    fs::remove_dir_all(out.join("links")).unwrap();
+    fs::remove_file(out.join("sparse")).unwrap();
+
     // --dry-run: the command runs, its writes are discarded.
     let plain = env.policy("plain", "none", "");
     let dry = |tier: &str| {

@@ -2,7 +2,8 @@
 //! is validated and compiled first, as the caller, by the wasm host binary
 //! (`sandboy-wasm prepare`, beside `sandboy`) through the per-user compile
 //! cache (`$XDG_CACHE_HOME/sandboy/wasm`, else `~/.cache/sandboy/wasm`), so
-//! refusals come before anything runs and the confined host only loads.
+//! refusals come before anything runs and the confined host only loads;
+//! a warm start recalls that answer instead (`wasm_host::memo`).
 //! Then `sandboy-wasm adapt` runs through the unprivileged wrap tiers:
 //! Landlock allows reading the component, the inputs and the cache,
 //! executing the host binary, nothing else (its loader is added by wrap);
@@ -46,14 +47,13 @@ pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
         .cloned()
         .unwrap_or_else(|| "{}".into());
     let cache = user_cache_dir();
-    let report = wasm_host::prepare(
-        Program::Path(&exe),
-        &job.component,
-        cache.as_deref(),
-        &limits,
-        true,
-    )?
-    .map_err(|r| match r.code {
+    let program = Program::Path(&exe);
+    let answer = match cache.as_deref() {
+        // A warm start asks the host only once per component and limits.
+        Some(cache) => wasm_host::memo::prepare(program, &job.component, cache, &limits, true)?,
+        None => wasm_host::prepare(program, &job.component, None, &limits, true)?,
+    };
+    let report = answer.map_err(|r| match r.code {
         EXIT_REFUSED => Failure::usage(format!("adapt: {}", r.message)),
         _ => Failure::runtime(format!("adapt: {}", r.message)),
     })?;

@@ -332,28 +332,11 @@ impl Runtime {
             return Ok(Some(Payload::new(exe, None, None, limits)));
         };
         let cache = self.root.join(".wasm-cache");
-        let key = wasm_host::memo::key(&host, &limits);
-        let recalled = key
-            .as_deref()
-            .and_then(|k| wasm_host::memo::recall(&cache, k));
-        let report = match recalled {
-            Some(r) => {
-                // The same event as a prepare's (from the cache, not compiled now).
-                tracing::debug!(path = %host.display(), from_cache = true, remembered = true, "wasm payload compiled");
-                r
-            }
-            None => {
-                let program = wasm_host::Program::Fd(&exe);
-                let r = match wasm_host::prepare(program, &host, Some(&cache), &limits, false)? {
-                    Ok(r) => r,
-                    Err(r) if r.code == EXIT_REFUSED => return Err(refused(&r.message)),
-                    Err(r) => return Err(Failure::runtime(r.message)),
-                };
-                if let Some(k) = &key {
-                    wasm_host::memo::remember(&cache, k, &r);
-                }
-                r
-            }
+        let program = wasm_host::Program::Fd(&exe);
+        let report = match wasm_host::memo::prepare(program, &host, &cache, &limits, false)? {
+            Ok(r) => r,
+            Err(r) if r.code == EXIT_REFUSED => return Err(refused(&r.message)),
+            Err(r) => return Err(Failure::runtime(r.message)),
         };
         // The compiled code from the cache, else the wasm bytes (then the
         // host compiles them again inside).

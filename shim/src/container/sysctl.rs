@@ -32,14 +32,39 @@ pub fn memfd_noexec(spec: &Spec) -> Result<Option<u8>> {
     else {
         return Ok(None);
     };
-    match v.trim() {
-        "0" => Ok(Some(0)),
-        "1" => Ok(Some(1)),
-        "2" => Ok(Some(2)),
-        other => Err(Failure::config(format!(
-            "linux.sysctl {MEMFD_NOEXEC} = {other:?}: use \"0\", \"1\" or \"2\" (2: no memfd may be executed)"
-        ))),
+    let value = match v.trim() {
+        "0" => 0,
+        "1" => 1,
+        "2" => 2,
+        other => {
+            return Err(Failure::config(format!(
+                "linux.sysctl {MEMFD_NOEXEC} = {other:?}: use \"0\", \"1\" or \"2\" (2: no memfd may be executed)"
+            )))
+        }
+    };
+    // Written in a pid namespace the container does not own (the host's,
+    // or one joined by path), the value would be another's, and it can
+    // never be lowered again: a spec sharing the host's pid namespace
+    // would raise the host's for good (runc refuses namespaced sysctls
+    // outside the container's own namespace the same way).
+    if !own_pid_namespace(spec) {
+        return Err(Failure::config(format!(
+            "linux.sysctl {MEMFD_NOEXEC}: the container has no pid namespace of its own, so this would set the host's (or another container's) for good; add {{\"type\": \"pid\"}} without a path to linux.namespaces, or remove the key"
+        )));
     }
+    Ok(Some(value))
+}
+
+/// Whether the spec makes a new pid namespace (not joined by path).
+fn own_pid_namespace(spec: &Spec) -> bool {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid && n.path().is_none()
+            })
+        })
 }
 
 /// The spec without the key (what libcontainer is given).

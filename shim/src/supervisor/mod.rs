@@ -99,26 +99,23 @@ pub fn spawn(
     let pidfd = Pidfd::open(target.init)
         .map_err(|e| Failure::runtime(format!("pidfd_open({}): {e}", target.init)))?;
 
+    // One fork, not a daemon's two: a caller that exits (`create`) leaves
+    // the supervisor to its subreaper just as an exited intermediate would,
+    // and a foreground `run` reaps every child anyway; setsid keeps the
+    // terminal's SIGINT and SIGHUP, meant for the payload, away from it.
     // SAFETY: the runtime is single-threaded (libcontainer forbids threads
-    // before cloning, and none are started after); the child only forks
-    // again and continues as a fresh single-threaded process.
+    // before cloning, and none are started after), so the child is a
+    // fresh single-threaded copy that runs only `supervise`.
     match unsafe { fork() }? {
-        ForkResult::Parent { child } => {
+        ForkResult::Parent { .. } => {
             drop(pidfd);
-            nix::sys::wait::waitpid(child, None)?;
             Ok(())
         }
         ForkResult::Child => {
             let _ = setsid();
-            // SAFETY: as above; still single-threaded.
-            match unsafe { fork() } {
-                Ok(ForkResult::Child) => {
-                    detach_stdio(target.keep_stderr);
-                    let code = supervise(&target, duties, &pidfd, kill_all);
-                    std::process::exit(code);
-                }
-                _ => std::process::exit(0),
-            }
+            detach_stdio(target.keep_stderr);
+            let code = supervise(&target, duties, &pidfd, kill_all);
+            std::process::exit(code);
         }
     }
 }

@@ -6,20 +6,50 @@
 //! three inputs, so a remembered answer is the answer it would give again;
 //! the host in the container still checks the cache entry's header and
 //! checksum before it loads it, as on every start. The cache directory is
-//! the state root's own (0700), so only root can write what is remembered.
+//! the state root's own (0700), or for `adapt` as an ordinary user that
+//! user's own, which is used only while it is private to them (owned by
+//! them, writable by no one else: [`private`]), the rule the host applies
+//! to the compiled code itself.
 
 use std::io::Write as _;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use sandboy_wasm_contract::digest::{hex, sha256};
 use sandboy_wasm_contract::host::PrepareReport;
 
+use super::{Program, Refused};
+use crate::error::Result;
+
 const DIR: &str = "prepared";
 
-/// The key of (payload bytes, limits, host binary); `None` when one of
-/// them cannot be read (then `prepare` runs, as without a memo).
-pub fn key(payload: &Path, limits: &str) -> Option<String> {
+/// `prepare` of `payload` under `limits` (`adapter_only`: refuse anything
+/// but a zero-import adapter component), or the answer it gave before for
+/// the same bytes, limits and host binary. Only successful answers are
+/// remembered: a refusal is asked again, so its message is always current.
+pub fn prepare(
+    program: Program<'_>,
+    payload: &Path,
+    cache: &Path,
+    limits: &str,
+    adapter_only: bool,
+) -> Result<std::result::Result<PrepareReport, Refused>> {
+    let key = key(payload, limits, adapter_only);
+    if let Some(r) = key.as_deref().and_then(|k| recall(cache, k)) {
+        // The same event as a prepare's (from the cache, not compiled now).
+        tracing::debug!(path = %payload.display(), from_cache = true, remembered = true, "wasm payload compiled");
+        return Ok(Ok(r));
+    }
+    let answer = super::prepare(program, payload, Some(cache), limits, adapter_only)?;
+    if let (Ok(r), Some(k)) = (&answer, &key) {
+        remember(cache, k, r);
+    }
+    Ok(answer)
+}
+
+/// The key of (payload bytes, limits, adapter-only, host binary); `None`
+/// when one of them cannot be read (then `prepare` runs, as without a memo).
+fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<String> {
     let bytes = std::fs::read(payload).ok()?;
     // The host binary by identity and version: a replaced or rebuilt
     // binary is another key.
@@ -35,13 +65,27 @@ pub fn key(payload: &Path, limits: &str) -> Option<String> {
     let mut input = sha256(&bytes).to_vec();
     input.extend_from_slice(limits.as_bytes());
     input.push(0);
+    input.push(u8::from(adapter_only));
     input.extend_from_slice(identity.as_bytes());
     Some(hex(&sha256(&input)))
 }
 
+/// Whether `dir` is this user's alone: owned by the effective uid and
+/// writable by no one else. Whoever can write the memo can make a create
+/// skip the check of a payload, as whoever can write the compiled code can
+/// inject native code.
+fn private(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir).is_ok_and(|m| {
+        m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o022 == 0
+    })
+}
+
 /// The remembered answer for `key`, if its compiled code is still in
-/// `cache`.
-pub fn recall(cache: &Path, key: &str) -> Option<PrepareReport> {
+/// `cache` and both directories are private.
+fn recall(cache: &Path, key: &str) -> Option<PrepareReport> {
+    if !private(cache) || !private(&cache.join(DIR)) {
+        return None;
+    }
     let line = std::fs::read_to_string(cache.join(DIR).join(key)).ok()?;
     let report = PrepareReport::parse(&line).ok()?.ok()?;
     let file = report.cache_file.as_deref()?;
@@ -50,17 +94,24 @@ pub fn recall(cache: &Path, key: &str) -> Option<PrepareReport> {
 
 /// Remember `report` (only one that points at compiled code in `cache`);
 /// a failure to write only costs the next create a `prepare`.
-pub fn remember(cache: &Path, key: &str, report: &PrepareReport) {
+fn remember(cache: &Path, key: &str, report: &PrepareReport) {
     if !report
         .cache_file
         .as_deref()
         .is_some_and(|f| f.starts_with(cache))
+        || !private(cache)
     {
         return;
     }
     let dir = cache.join(DIR);
     let tmp = dir.join(format!(".{key}.{}", std::process::id()));
-    let written = std::fs::create_dir_all(&dir)
+    let written = std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(e),
+        })
         .and_then(|()| {
             std::fs::OpenOptions::new()
                 .write(true)

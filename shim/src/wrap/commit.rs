@@ -14,6 +14,14 @@
 //!   the step planted (or one already on the host) is replaced as an entry
 //!   and never written through; the commit cannot leave the write path.
 //!
+//! * the commit writes no more than the staging could hold: holes stay
+//!   holes (a sparse file is copied by its data extents), and before
+//!   anything is written the staged files' allocated bytes, once per name,
+//!   must fit in the staging's own size (`[limits] disk`). Hard links cost
+//!   the staging one inode but the host a copy per name, so a tree of
+//!   links beyond the cap is refused whole (a red team committed 1.15 GiB
+//!   from a 10 MiB staging through a sparse file and fifteen links).
+//!
 //! Not carried over: extended attributes and ACLs of changed files, hard
 //! links (each name becomes its own file), sockets, device nodes (the step
 //! cannot make them), and the write path root's own mode and times. A
@@ -149,6 +157,7 @@ pub fn commit_dir_fds(
     host: &Path,
     opaque: &'static str,
 ) -> Result<Counts, CommitError> {
+    fits(up, host)?;
     let mut w = Walk {
         counts: Counts::default(),
         opaque,
@@ -298,9 +307,9 @@ impl Walk<'_> {
         )
         .map_err(err("creating", &path))?;
         let copied = (|| {
-            let mut from = std::fs::File::from(src);
-            let mut into = std::fs::File::from(dst);
-            std::io::copy(&mut from, &mut into)
+            let from = std::fs::File::from(src);
+            let into = std::fs::File::from(dst);
+            copy_data(&from, &into, st.st_size as u64)
                 .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
             own(&into, st)?;
             rfs::fchmod(&into, safe_mode(st, false))?;
@@ -406,6 +415,70 @@ fn own(fd: impl AsFd, st: &Stat) -> rustix::io::Result<()> {
         Some(Uid::from_raw(st.st_uid)),
         Some(Gid::from_raw(st.st_gid)),
     )
+}
+
+/// Copy the data extents of `from` (`size` bytes long) into the empty
+/// `into`, leaving its holes as holes.
+fn copy_data(from: &std::fs::File, into: &std::fs::File, size: u64) -> std::io::Result<()> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let (mut reader, mut writer) = (from, into);
+    let mut at = 0;
+    while at < size {
+        let data = match rfs::seek(from, rfs::SeekFrom::Data(at)) {
+            Ok(d) => d,
+            // No data after `at`: the rest is a hole.
+            Err(Errno::NXIO) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let hole = rfs::seek(from, rfs::SeekFrom::Hole(data))?;
+        writer.seek(SeekFrom::Start(data))?;
+        reader.seek(SeekFrom::Start(data))?;
+        std::io::copy(&mut reader.take(hole - data), &mut writer)?;
+        at = hole;
+    }
+    into.set_len(size)
+}
+
+/// Refuse a commit of the upper tree `up` that would write more bytes
+/// than its staging filesystem holds (see the module's documentation).
+fn fits(up: BorrowedFd<'_>, host: &Path) -> Result<(), CommitError> {
+    let fs = rfs::fstatvfs(up).map_err(err("statfs of the staging of", host))?;
+    let cap = fs.f_blocks.saturating_mul(fs.f_frsize);
+    let bytes = staged_bytes(up, host)?;
+    if bytes > cap {
+        return Err(CommitError {
+            what: "refusing to commit",
+            path: host.display().to_string(),
+            source: std::io::Error::other(format!(
+                "the staged files would take {bytes} bytes on the host, more than the staging's cap of {cap} ([limits] disk; hard links are committed as one copy per name); nothing was written"
+            )),
+        });
+    }
+    Ok(())
+}
+
+/// The allocated bytes of every regular file below `dir`, once per name.
+fn staged_bytes(dir: BorrowedFd<'_>, at: &Path) -> Result<u64, CommitError> {
+    let mut total = 0u64;
+    for entry in Dir::read_from(dir).map_err(err("reading", at))? {
+        let entry = entry.map_err(err("reading", at))?;
+        let name = entry.file_name();
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        let Some(st) = lstat(dir, name).map_err(err("stat", at))? else {
+            continue;
+        };
+        total = total.saturating_add(match file_type(&st) {
+            FileType::RegularFile => (st.st_blocks as u64).saturating_mul(512),
+            FileType::Directory => {
+                let sub = open_dir(dir, name).map_err(err("opening staged", at))?;
+                staged_bytes(sub.as_fd(), at)?
+            }
+            _ => 0,
+        });
+    }
+    Ok(total)
 }
 
 fn temp_name() -> CString {

@@ -198,7 +198,9 @@ fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
 /// sockets answer any process of the user, unless the policy says `[net]
 /// unix = true`; and the landlock tier, with no pid or IPC namespace of its
 /// own, keeps away from the user's other processes
-/// ([`sandboy_spec_gen::guards::host_processes`]).
+/// ([`sandboy_spec_gen::guards::host_processes`]) and, with the host's
+/// files writable underneath, from their attribute flags
+/// ([`sandboy_spec_gen::guards::file_attributes`]).
 fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> LinuxSeccomp {
     let mut rules = profile.syscalls().clone().unwrap_or_default();
     if !policy.unix {
@@ -206,6 +208,7 @@ fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> L
     }
     if tier == Tier::Landlock {
         rules.extend(sandboy_spec_gen::guards::host_processes());
+        rules.extend(sandboy_spec_gen::guards::file_attributes());
     }
     profile.set_syscalls(Some(rules));
     profile

@@ -53,9 +53,18 @@ impl Egress {
         self.allow.iter().any(|r| self.permits(host, r.port))
     }
 
-    /// Whether `ip:port` is covered by `allow_cidr`.
+    /// Whether `ip:port` is covered by `allow_cidr`. An IPv4-mapped IPv6
+    /// address is the IPv4 address it carries (the kernel delivers there),
+    /// and a rule for the whole address space (`0.0.0.0/0`, `::/0`) means
+    /// the public internet: internal addresses ([`is_internal`]) are
+    /// covered only by a narrower rule that names their range. A red
+    /// team's `::/0:PORT` reached the host's 127.0.0.1 as
+    /// `[::ffff:127.0.0.1]`.
     pub fn permits_addr(&self, ip: IpAddr, port: u16) -> bool {
-        self.allow_cidr.iter().any(|c| c.matches(ip, port))
+        let ip = ip.to_canonical();
+        self.allow_cidr
+            .iter()
+            .any(|c| c.matches(ip, port) && (c.prefix > 0 || !is_internal(ip)))
     }
 
     /// The annotation form (rules as written, canonical).
@@ -294,6 +303,18 @@ impl CidrRule {
                 )
             }
         };
+        if let IpAddr::V6(a) = addr {
+            if let Some(v4) = a.to_ipv4_mapped() {
+                return Err(RuleError {
+                    message: format!("{text:?} is an IPv4-mapped address, matched as the IPv4 address it carries"),
+                    hint: "write the IPv4 range",
+                    suggestion: Some(format!(
+                        "{v4}/{}:{port}",
+                        prefix.saturating_sub(96)
+                    )),
+                });
+            }
+        }
         let network = mask(addr, prefix);
         if network != addr {
             return Err(RuleError {
@@ -305,11 +326,62 @@ impl CidrRule {
         Ok(CidrRule { addr, prefix, port })
     }
 
-    /// Whether `ip:port` is covered.
+    /// Whether `ip:port` is covered (an IPv4-mapped address as IPv4).
     pub fn matches(&self, ip: IpAddr, port: u16) -> bool {
+        let ip = ip.to_canonical();
         port == self.port
             && ip.is_ipv4() == self.addr.is_ipv4()
             && mask(ip, self.prefix) == self.addr
+    }
+}
+
+/// Addresses a name must not resolve to unless `allow_cidr` lists them:
+/// this host and its networks (a name of an allowed domain pointed at them
+/// would reach them).
+pub fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            let o = a.octets();
+            a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_unspecified()
+                || a.is_broadcast()
+                || a.is_multicast()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10
+                || o[0] >= 240
+        }
+        IpAddr::V6(a) => {
+            let s = a.segments();
+            // Forms that carry an IPv4 address a gateway or relay on the
+            // path may deliver to: mapped (::ffff:a.b.c.d), the deprecated
+            // compatible form (::a.b.c.d), NAT64's well-known prefix
+            // (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
+            if let Some(v4) = a.to_ipv4() {
+                if !a.is_loopback() && !a.is_unspecified() {
+                    return is_internal(IpAddr::V4(v4));
+                }
+            }
+            let embedded = |hi: u16, lo: u16| {
+                let [h1, h2] = hi.to_be_bytes();
+                let [l1, l2] = lo.to_be_bytes();
+                is_internal(IpAddr::V4(std::net::Ipv4Addr::new(h1, h2, l1, l2)))
+            };
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return embedded(s[6], s[7]);
+            }
+            if s[0] == 0x2002 {
+                return embedded(s[1], s[2]);
+            }
+            a.is_loopback()
+                || a.is_unspecified()
+                || a.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || s[..3] == [0x64, 0xff9b, 1] // NAT64 local use (64:ff9b:1::/48)
+        }
     }
 }
 
@@ -332,6 +404,43 @@ fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_space_rules_cover_public_addresses_only_and_mapped_ones_are_ipv4() {
+        let rules = |r: &[&str]| Egress {
+            allow_cidr: r.iter().map(|c| CidrRule::parse(c).unwrap()).collect(),
+            ..Default::default()
+        };
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let any = rules(&["::/0:443", "0.0.0.0/0:443"]);
+        for public in ["2001:db8::1", "93.184.216.34", "::ffff:93.184.216.34"] {
+            assert!(any.permits_addr(ip(public), 443), "{public}");
+        }
+        for internal in [
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "127.0.0.1",
+            "10.1.2.3",
+            "::1",
+            "fd00::1",
+        ] {
+            assert!(!any.permits_addr(ip(internal), 443), "{internal}");
+        }
+        // An IPv6 rule never covers an IPv4 destination.
+        assert!(!rules(&["::/0:443"]).permits_addr(ip("::ffff:93.184.216.34"), 443));
+        // Internal ranges are reachable when a rule names them.
+        let named = rules(&["10.0.0.0/8:5432", "127.0.0.1/32:80"]);
+        assert!(named.permits_addr(ip("10.1.2.3"), 5432));
+        assert!(named.permits_addr(ip("::ffff:127.0.0.1"), 80));
+        assert!(!named.permits_addr(ip("10.1.2.3"), 5433));
+        let e = CidrRule::parse("::ffff:127.0.0.0/104:80").unwrap_err();
+        assert_eq!(
+            e.suggestion.as_deref(),
+            Some("127.0.0.0/8:80"),
+            "{}",
+            e.message
+        );
+    }
 
     #[test]
     fn host_rules() {

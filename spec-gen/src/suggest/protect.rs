@@ -14,11 +14,26 @@ const PROTECTED: &[&str] = &[
     "/run/sandboy",
     "/var/run/sandboy",
 ];
-/// Directory names protected wherever they are (`~/.ssh` and friends).
-const PROTECTED_NAMES: &[&str] = &[".ssh", ".gnupg", ".aws"];
+/// Names protected wherever they are: credential directories and files
+/// of a home directory (`~/.ssh` and friends).
+const PROTECTED_NAMES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+];
 
 /// Whether granting `path` would grant something protected: the path is
-/// one, lies inside one, or holds one (a listed path, or one of `hidden`).
+/// one, lies inside one, or holds one (a listed path, one of `hidden`, or
+/// a home directory, where the protected names live: a red team's learned
+/// policy granted `write = ["/home/u"]`, `~/.ssh` with it, because a step
+/// created a dotfile there).
 pub fn protected(path: &str, hidden: &[String]) -> bool {
     PROTECTED.iter().any(|p| glob_match(p, path))
         || path.split('/').any(|c| PROTECTED_NAMES.contains(&c))
@@ -27,6 +42,34 @@ pub fn protected(path: &str, hidden: &[String]) -> bool {
             && PROTECTED
                 .iter()
                 .any(|p| !p.contains('*') && *p != "/" && under(p, path))
+        || homes().iter().any(|h| under(h, path))
+}
+
+/// The people's home directories: `/root`, `$HOME`, and those of the
+/// `/etc/passwd` entries with a login uid (1000 to 60000, `login.defs`'
+/// defaults; system accounts' "homes" are `/usr/games`, `/var/www`, `/bin`
+/// and the like, which hold no credentials and must stay grantable).
+fn homes() -> &'static [String] {
+    static HOMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    HOMES.get_or_init(|| {
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let mut out: Vec<String> = passwd
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                let uid: u32 = f.get(2)?.parse().ok()?;
+                (1000..=60000).contains(&uid).then_some(*f.get(5)?)
+            })
+            .chain(["/root"])
+            .map(str::to_owned)
+            .chain(std::env::var("HOME").ok())
+            .map(|h| h.trim_end_matches('/').to_owned())
+            .filter(|h| h.starts_with('/') && h.len() > 1 && h != "/nonexistent")
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    })
 }
 
 /// Whether `path` is `dir` or below it.
@@ -101,14 +144,30 @@ mod tests {
             "/etc/shadow",
             "/proc/1/mem",
             "/home/u/.ssh/id",
+            "/home/u/.docker/config.json",
+            "/root",
             "/etc",
             "/run",
             "/data",
         ] {
             assert!(protected(p, &["/data/secret".into()]), "{p}");
         }
-        for p in ["/usr", "/etc/passwd", "/proc/1/maps", "/home/u/src"] {
+        for p in [
+            "/usr",
+            "/etc/passwd",
+            "/proc/1/maps",
+            "/home/u/src",
+            "/root/src",
+        ] {
             assert!(!protected(p, &[]), "{p}");
+        }
+        // A home directory holds the protected names: it and what holds
+        // it are protected, what is inside it is not.
+        let home = homes().iter().find(|h| h.as_str() != "/root").cloned();
+        for h in home.iter().chain(Some(&"/root".to_string())) {
+            assert!(protected(h, &[]), "{h}");
+            assert!(protected(&parent(h), &[]), "{h}");
+            assert!(!protected(&format!("{h}/src"), &[]), "{h}/src");
         }
     }
 }

@@ -30,59 +30,13 @@ pub fn split_authority(authority: &str, default_port: Option<u16>) -> Option<(St
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
-/// Addresses a name must not resolve to unless `allow_cidr` lists them:
-/// this host and its networks (a name of an allowed domain pointed at them
-/// would reach them).
-pub fn is_internal(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(a) => {
-            let o = a.octets();
-            a.is_loopback()
-                || a.is_private()
-                || a.is_link_local()
-                || a.is_unspecified()
-                || a.is_broadcast()
-                || a.is_multicast()
-                || o[0] == 0
-                || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10
-                || o[0] >= 240
-        }
-        IpAddr::V6(a) => {
-            let s = a.segments();
-            // Forms that carry an IPv4 address a gateway or relay on the
-            // path may deliver to: mapped (::ffff:a.b.c.d), the deprecated
-            // compatible form (::a.b.c.d), NAT64's well-known prefix
-            // (64:ff9b::a.b.c.d) and 6to4 (2002:AABB:CCDD::).
-            if let Some(v4) = a.to_ipv4() {
-                if !a.is_loopback() && !a.is_unspecified() {
-                    return is_internal(IpAddr::V4(v4));
-                }
-            }
-            let embedded = |hi: u16, lo: u16| {
-                let [h1, h2] = hi.to_be_bytes();
-                let [l1, l2] = lo.to_be_bytes();
-                is_internal(IpAddr::V4(std::net::Ipv4Addr::new(h1, h2, l1, l2)))
-            };
-            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                return embedded(s[6], s[7]);
-            }
-            if s[0] == 0x2002 {
-                return embedded(s[1], s[2]);
-            }
-            a.is_loopback()
-                || a.is_unspecified()
-                || a.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link local
-                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
-                || s[..3] == [0x64, 0xff9b, 1] // NAT64 local use (64:ff9b:1::/48)
-        }
-    }
-}
+pub use sandboy_spec_gen::policy::is_internal;
 
 /// Check `host:port` against `rules` and connect to it.
 pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refusal> {
     if let Ok(ip) = host.parse::<IpAddr>() {
+        // Dial what was checked: `::ffff:127.0.0.1` is 127.0.0.1.
+        let ip = ip.to_canonical();
         if !rules.permits_addr(ip, port) {
             let len = if ip.is_ipv4() { 32 } else { 128 };
             return Err(Refusal {
