@@ -14,6 +14,7 @@ pub mod explain;
 pub mod guards;
 pub mod onto;
 pub mod policy;
+pub mod printable;
 pub mod render;
 pub mod rootless;
 pub mod suggest;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use sandboy_spec_gen::printable::printable;
 use sandboy_spec_gen::{explain, render, Error, Policy, RenderOptions};
 
 #[derive(Parser)]
@@ -140,7 +141,7 @@ impl Report {
     fn error(&self, e: &Error) {
         let diags = e.diagnostics();
         if self.short || diags.is_empty() {
-            eprintln!("{e}");
+            eprintln!("{}", printable(&e.to_string()));
             return;
         }
         let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -151,9 +152,14 @@ impl Report {
             let src = sources
                 .entry(d.file.as_str())
                 .or_insert_with(|| std::fs::read_to_string(&d.file).ok());
+            // A source with control characters of its own (a forged
+            // report) is shown plain, every one of them escaped.
             match src {
-                Some(src) => eprint!("{}", d.render_snippet(src, color)),
-                None => eprintln!("{d}"),
+                Some(src) if color && printable(src) == src.as_str() => {
+                    eprint!("{}", d.render_snippet(src, true))
+                }
+                Some(src) => eprint!("{}", printable(&d.render_snippet(src, false))),
+                None => eprintln!("{}", printable(&d.to_string())),
             }
         }
     }
@@ -283,7 +289,7 @@ fn suggest(
     let reports: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
     let s = suggest::suggest(policy, &reports, &suggest::Options { force, collapse })?;
     for n in &s.notes {
-        eprintln!("note: {n}");
+        eprintln!("note: {}", printable(n));
     }
     if s.diff.is_empty() {
         eprintln!("{}: nothing to change", policy.display());

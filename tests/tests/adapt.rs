@@ -810,6 +810,32 @@ fn inputs_are_regular_files_and_symlinks_hand_over_nothing_private() {
     );
     assert!(!out.exists(), "a log was written");
     assert_nothing_left(&rt);
+    // Nor through a magic link: `/proc/self/cwd` of root's own process,
+    // run in an open directory inside the private one, skipped the walk
+    // over its parents.
+    let inner = private.join("inner");
+    fs::create_dir_all(&inner).unwrap();
+    fs::set_permissions(&inner, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::copy(&real, inner.join("report.json")).unwrap();
+    let magic = reports.join("magic.json");
+    std::os::unix::fs::symlink("/proc/self/cwd/report.json", &magic).unwrap();
+    let flag = format!("report.json={}", magic.display());
+    let o = capture(
+        rt.cmd()
+            .args(["adapt", "--tool", "infersharp", "--artifact", &flag, "-o"])
+            .arg(&out)
+            .current_dir(&inner)
+            .env("SANDBOY_REGISTRY", repo().join("components/adapters.toml"))
+            .env("SANDBOY_COMPONENTS", components_dir()),
+    );
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("user 65534"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!out.exists(), "a log was written through /proc/self/cwd");
+    assert_nothing_left(&rt);
 
     // Root's own file by its own path: read as before.
     assert_exit(&run(&real), 0);

@@ -231,6 +231,27 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     let o = rt.create_at(&dir.path().join("b"), &id);
     assert_exit_stderr(&o, 2, "escape");
     assert!(!rt.root.path().join(&id).exists());
+    // A FIFO at the payload's path: refused at once (its open once
+    // blocked the container's start past every deadline).
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
+    let app = dir.path().join("b/rootfs/app.wasm");
+    fs::remove_file(&app).unwrap();
+    assert_exit(&capture(Command::new("mkfifo").arg(&app)), 0);
+    let id = unique_id("fifo");
+    let o = output_timeout(
+        Command::new(&rt.bin)
+            .args([
+                "--root",
+                rt.root.path().to_str().unwrap(),
+                "run",
+                "--bundle",
+            ])
+            .arg(dir.path().join("b"))
+            .arg(&id),
+        std::time::Duration::from_secs(60),
+    );
+    assert_exit_stderr(&o, 2, "not a regular file");
+    assert!(!rt.root.path().join(&id).exists());
 }
 
 #[test]

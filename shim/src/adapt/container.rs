@@ -1,18 +1,20 @@
 //! `adapt` as root: an OCI-wasm container built on the fly from the adapter
 //! policy. The temporary bundle (under the state root) holds a copy of the
 //! component at `/adapters/` (the runtime compiles it, through the state
-//! root's compile cache, before the container exists) and empty mount
-//! points under `/in/` where the inputs are bound read-only (nosuid, nodev,
-//! noexec). No network, a read-only rootfs and the policy's limits come
+//! root's compile cache, before the container exists) and under `/in/` a
+//! copy of each input, read from the descriptor `resolve` opened (never
+//! the path again), `max_input` bytes in all. No network, a read-only rootfs and the policy's limits come
 //! from the policy itself. The container and the bundle are removed
 //! afterwards whatever happened.
 
 use std::fs::{self, File};
+use std::io::{Read, Seek as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use sandboy_spec_gen::policy::Policy;
 use sandboy_spec_gen::render::{self, RenderOptions};
+use sandboy_wasm_contract::MAX_WASM_FILE;
 
 use super::{with_stdout_to, Job};
 use crate::container::{CreateOptions, RunMode, Runtime};
@@ -38,22 +40,37 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
             fs::create_dir_all(rootfs.join(d))?;
         }
         let name = component_name(&job.component);
-        fs::copy(&job.component, rootfs.join("adapters").join(&name))?;
+        let mut component = File::open(&job.component)?;
+        copy_at_most(
+            &mut component,
+            &rootfs.join("adapters").join(&name),
+            MAX_WASM_FILE,
+            || format!("component {}", job.component.display()),
+        )?;
         let mut args = vec![
             format!("/adapters/{name}"),
             "--tool".into(),
             job.tool.clone(),
         ];
         policy.mounts.clear();
+        let mut left = job.max_input;
         for (n, input) in job.inputs.iter().enumerate() {
             let inside = PathBuf::from(format!("/in/{n}"));
-            // A copy, from a descriptor opened race-free (`super::input`),
-            // not a bind of the path: a bind resolves the path again.
-            let mut from = super::input::open(&input.path).map_err(|e| {
-                Failure::usage(format!("adapt: {}: {}", input.path.display(), e.message))
+            // A copy of the descriptor opened when the job was resolved
+            // (`super::input`), not a bind of the path (a bind resolves the
+            // path again), and no more than `max_input` in all: the file
+            // may have grown since its size was checked.
+            let Some(file) = input.file.as_deref() else {
+                return Err(Failure::runtime(format!(
+                    "adapt: {}: not opened",
+                    input.path.display()
+                )));
+            };
+            let mut from = file;
+            from.seek(std::io::SeekFrom::Start(0))?;
+            left -= copy_at_most(&mut from, &rootfs.join(format!("in/{n}")), left, || {
+                format!("{} (the inputs, over max_input)", input.path.display())
             })?;
-            let mut to = File::create(rootfs.join(format!("in/{n}")))?;
-            std::io::copy(&mut from, &mut to)?;
             args.extend(input.words(&inside));
         }
         policy.args = args;
@@ -75,6 +92,25 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
     })();
     cleanup(rt, &id, &work);
     result.map(|ran| ran.status)
+}
+
+/// Copy `from` into a new file `to`, at most `limit` bytes; how many. One
+/// byte more is a usage error naming `what`.
+fn copy_at_most(
+    from: &mut impl Read,
+    to: &Path,
+    limit: u64,
+    what: impl FnOnce() -> String,
+) -> Result<u64> {
+    let mut into = File::create(to)?;
+    let copied = std::io::copy(&mut from.take(limit.saturating_add(1)), &mut into)?;
+    if copied > limit {
+        return Err(Failure::usage(format!(
+            "adapt: {}: larger than {limit} bytes",
+            what()
+        )));
+    }
+    Ok(copied)
 }
 
 /// The component's name inside the bundle; OCI-wasm mode wants `.wasm`.

@@ -7,14 +7,15 @@
 //! `RESOLVE_NO_SYMLINKS`, so no component can be swapped for a link in
 //! between). A path through a symlink is opened by a thread whose
 //! filesystem ids are the adapter's user 65534 and which holds no
-//! supplementary groups: the kernel's permission walk, done in that one
-//! open, decides, with no window between a check and the use. The
+//! supplementary groups, and may follow no magic link (`/proc/self/…`
+//! would be root's process): the kernel's permission walk, done in that
+//! one open, decides, with no window between a check and the use; the
+//! descriptor is what the container's copy is made from. The
 //! container gets a copy of what the descriptor reads, never a bind of the
 //! path (a bind resolves the path again).
 
 use std::fs::File;
 use std::os::fd::FromRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -71,10 +72,18 @@ fn as_adapter(path: &Path) -> Result<File> {
                 return Err(std::io::Error::other("cannot switch to user 65534"));
             }
         }
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&p)
+        // No magic links: this thread is root's process, so
+        // `/proc/self/cwd/…` (a red team's symlink target) would reach
+        // root's own directories with no permission walk over their
+        // parents.
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
+            .mode(Mode::empty())
+            .resolve(ResolveFlag::RESOLVE_NO_MAGICLINKS);
+        nix::fcntl::openat2(libc::AT_FDCWD, p.as_path(), how)
+            .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+            // SAFETY: openat2 returned a new fd, owned once here.
+            .map(|fd| unsafe { File::from_raw_fd(fd) })
     })
     .join()
     .map_err(|_| refused("the opening thread failed"))?;

@@ -57,7 +57,20 @@ pub fn run_all(opts: &AllOptions) -> Result<Audit> {
     let mut status = 0;
     for ((adapter, _), done) in jobs.iter().zip(results) {
         let secs = done.elapsed.as_secs_f64();
-        match done.log {
+        // One run per tool: more would let one tool's input speak for
+        // another (a red team's roslyn.sarif carried a clean "CodeQL" run
+        // beside the real, failed one).
+        let mut done = done;
+        let runs_of = |log: &Value| log["runs"].as_array().map_or(0, Vec::len);
+        if let Some(n) = done.log.as_ref().map(runs_of).filter(|&n| n != 1) {
+            done.log = None;
+            done.status = 1;
+            done.stderr = format!(
+                "the adapter's log has {n} runs; a merged log takes exactly one run per tool"
+            );
+        }
+        let log = done.log.take();
+        match log {
             Some(log) => {
                 let (n, rules) = counts(&log);
                 summary.push(format!(
@@ -137,15 +150,39 @@ fn select<'a>(reg: &'a Registry, opts: &AllOptions) -> Result<Vec<(&'a Adapter, 
     Ok(jobs)
 }
 
-/// A 0700 directory for the children's logs.
+/// A fresh 0700 directory for the children's logs, under a random name: a
+/// user who made `/tmp/sandboy-audit-<pid>` for every pid ahead of time
+/// stopped root's audit (a red team).
 fn private_tmp() -> Result<PathBuf> {
+    use std::io::Read as _;
     use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!("sandboy-audit-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| Failure::runtime(format!("adapt --all: {}: {e}", dir.display())))?;
-    Ok(dir)
+    let mut last = None;
+    for _ in 0..16 {
+        let mut random = [0u8; 8];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut random))
+            .map_err(|e| Failure::runtime(format!("adapt --all: /dev/urandom: {e}")))?;
+        let dir = std::env::temp_dir().join(format!(
+            "sandboy-audit-{}-{:016x}",
+            std::process::id(),
+            u64::from_ne_bytes(random)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(Failure::runtime(format!(
+                    "adapt --all: {}: {e}",
+                    dir.display()
+                )))
+            }
+        }
+    }
+    Err(Failure::runtime(format!(
+        "adapt --all: no fresh directory in {}: {}",
+        std::env::temp_dir().display(),
+        last.map_or_else(String::new, |e| e.to_string())
+    )))
 }
 
 /// Every job as a child `sandboy adapt`, at most the CPU count at once;

@@ -61,6 +61,8 @@ struct Job {
     /// (name, absolute path) of the artifacts, then `--stdout`, `--stderr`,
     /// `--options` as flags.
     inputs: Vec<Input>,
+    /// `max_input`: what the inputs may come to, in bytes, when copied.
+    max_input: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +72,10 @@ struct Input {
     /// The artifact name (artifacts only).
     name: Option<String>,
     path: PathBuf,
+    /// The file, opened once when the job was resolved: what is checked is
+    /// what is copied (a red team swapped a symlink between a check and a
+    /// second lookup, and a file between the size check and the copy).
+    file: Option<std::sync::Arc<File>>,
 }
 
 impl Input {
@@ -151,6 +157,7 @@ fn resolve(
             flag: "--artifact",
             name: Some(name.to_string()),
             path: PathBuf::from(path),
+            file: None,
         });
     }
     for (flag, p) in [
@@ -163,6 +170,7 @@ fn resolve(
                 flag,
                 name: None,
                 path: p.clone(),
+                file: None,
             });
         }
     }
@@ -172,8 +180,9 @@ fn resolve(
             Some(n) => format!("{} {n}={}", i.flag, i.path.display()),
             None => format!("{} {}", i.flag, i.path.display()),
         };
-        let (abs, len) = readable_file(&i.path, true)
+        let (abs, len, file) = readable_file(&i.path, true)
             .map_err(|e| Failure::usage(format!("adapt: {what}: {e}")))?;
+        i.file = Some(std::sync::Arc::new(file));
         total += len;
         if total > limits.max_input {
             return Err(Failure::usage(format!(
@@ -183,7 +192,7 @@ fn resolve(
         }
         i.path = abs;
     }
-    let (component, _) = readable_file(&component, false).map_err(|e| {
+    let (component, _, _) = readable_file(&component, false).map_err(|e| {
         Failure::usage(format!(
             "adapt: component {} (tool {tool}): {e}; build it (make components) or reinstall (make install)",
             component.display()
@@ -193,19 +202,23 @@ fn resolve(
         tool: tool.to_string(),
         component,
         inputs,
+        max_input: limits.max_input,
     })
 }
 
-/// The absolute path and size of a regular file the caller can read.
+/// The absolute path, size and open file of a regular file the caller
+/// can read.
 ///
 /// Opened non-blocking, so a FIFO (or a device that blocks on open) is
 /// refused as "not a regular file" instead of hanging `adapt` outside any
-/// deadline. As root, an input is opened as the container's copy of it
-/// will be ([`input::open`]): a symlink must not hand over a file its owner
-/// could not read (the check is the kernel's own, in one open).
-fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64), String> {
+/// deadline. As root, an input is opened by [`input::open`] (a symlink must
+/// not hand over a file its owner could not read: the check is the
+/// kernel's own, in that one open), and its path is never resolved again:
+/// the container gets a copy of this descriptor.
+fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64, File), String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = if input && nix::unistd::geteuid().is_root() {
+    let root = input && nix::unistd::geteuid().is_root();
+    let f = if root {
         input::open(path).map_err(|e| e.message)?
     } else {
         std::fs::OpenOptions::new()
@@ -223,8 +236,13 @@ fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64)
         .take(1)
         .read(&mut [0u8; 1])
         .map_err(|e| format!("cannot read: {e}"))?;
-    let abs = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve: {e}"))?;
-    Ok((abs, meta.len()))
+    // As the caller: the confined host opens this path itself, as them.
+    let abs = if root {
+        std::path::absolute(path).map_err(|e| format!("cannot resolve: {e}"))?
+    } else {
+        std::fs::canonicalize(path).map_err(|e| format!("cannot resolve: {e}"))?
+    };
+    Ok((abs, meta.len(), f))
 }
 
 /// `sandboy adapt --list`: tool, component, sha256, inputs and phases.

@@ -9,9 +9,12 @@ pub fn line(s: &str) {
     let _ = writeln!(out, "{s}");
 }
 
-/// The error a failed command reports. A closed stderr (an engine that
+/// The error a failed command reports (and the summaries on stderr),
+/// its control characters escaped: it carries text from untrusted sources
+/// (an adapter's message, a refused path). A closed stderr (an engine that
 /// stopped listening) must not turn the exit status into a panic's 101.
 pub fn error_line(s: &str) {
+    let s = sandboy_spec_gen::printable::printable(s);
     let _ = writeln!(std::io::stderr().lock(), "{s}");
 }
 

@@ -328,6 +328,9 @@ impl Runtime {
             .unwrap_or_else(|| "{}".into());
         Limits::from_value(&limits).map_err(|e| refused(&e.to_string()))?;
         let exe = wasm_host::Exe::open(&self.root.join(crate::host::sealed_exe::EMPTY_DIR))?;
+        if payload_not_a_file(bundle, &args0) {
+            return Err(refused("not a regular file"));
+        }
         let Some(host) = payload_in_rootfs(bundle, &args0) else {
             return Ok(Some(Payload::new(exe, None, None, limits)));
         };
@@ -412,6 +415,16 @@ impl Runtime {
 
 /// The payload's file in the rootfs on the host, symlinks resolved, when it
 /// is a plain file that stays inside the rootfs.
+/// Whether the payload's path in the rootfs is there but no regular file
+/// (a FIFO at `/app.wasm` once hung the container's start past every
+/// deadline: the host's open blocked).
+fn payload_not_a_file(bundle: &Bundle, args0: &str) -> bool {
+    // The entry itself: a symlink is followed inside the container, where
+    // the host refuses anything but a regular file too.
+    let path = bundle.rootfs().join(args0.trim_start_matches('/'));
+    fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() && !m.file_type().is_symlink())
+}
+
 fn payload_in_rootfs(bundle: &Bundle, args0: &str) -> Option<PathBuf> {
     let rootfs = fs::canonicalize(bundle.rootfs()).ok()?;
     let host = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))).ok()?;

@@ -15,7 +15,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
-use sandboy_wasm_contract::digest::{hex, sha256};
+use sandboy_wasm_contract::digest::{self, hex, sha256};
 use sandboy_wasm_contract::host::PrepareReport;
 
 use super::{Program, Refused};
@@ -35,22 +35,36 @@ pub fn prepare(
     adapter_only: bool,
 ) -> Result<std::result::Result<PrepareReport, Refused>> {
     let key = key(payload, limits, adapter_only);
-    if let Some(r) = key.as_deref().and_then(|k| recall(cache, k)) {
+    if let Some(r) = key.as_ref().and_then(|k| recall(cache, &k.name)) {
         // The same event as a prepare's (from the cache, not compiled now).
         tracing::debug!(path = %payload.display(), from_cache = true, remembered = true, "wasm payload compiled");
         return Ok(Ok(r));
     }
     let answer = super::prepare(program, payload, Some(cache), limits, adapter_only)?;
     if let (Ok(r), Some(k)) = (&answer, &key) {
-        remember(cache, k, r);
+        // Only an answer about the bytes the key was made of: the file
+        // may have been replaced between our read and the host's (a red
+        // team's swap made other containers' payload run theirs).
+        if r.sha256 == k.payload_sha256 {
+            remember(cache, &k.name, r);
+        }
     }
     Ok(answer)
 }
 
+/// A memo key, and the digest of the payload bytes it was made of.
+struct Key {
+    name: String,
+    payload_sha256: String,
+}
+
 /// The key of (payload bytes, limits, adapter-only, host binary); `None`
-/// when one of them cannot be read (then `prepare` runs, as without a memo).
-fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<String> {
-    let bytes = std::fs::read(payload).ok()?;
+/// when one of them cannot be read, or the payload is larger than any wasm
+/// file the host accepts (then `prepare` runs, as without a memo, and
+/// refuses it). The payload is hashed as it streams, never held whole.
+fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<Key> {
+    let file = std::fs::File::open(payload).ok()?;
+    let payload_sha = digest::sha256_reader(file, sandboy_wasm_contract::MAX_WASM_FILE)?;
     // The host binary by identity and version: a replaced or rebuilt
     // binary is another key.
     let host = std::fs::metadata(super::path().ok()?).ok()?;
@@ -62,12 +76,15 @@ fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<String> {
         host.mtime(),
         host.mtime_nsec()
     );
-    let mut input = sha256(&bytes).to_vec();
+    let mut input = payload_sha.to_vec();
     input.extend_from_slice(limits.as_bytes());
     input.push(0);
     input.push(u8::from(adapter_only));
     input.extend_from_slice(identity.as_bytes());
-    Some(hex(&sha256(&input)))
+    Some(Key {
+        name: hex(&sha256(&input)),
+        payload_sha256: hex(&payload_sha),
+    })
 }
 
 /// Whether `dir` is this user's alone: owned by the effective uid and

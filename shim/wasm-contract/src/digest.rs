@@ -13,8 +13,41 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
+/// SHA-256 of what `reader` yields, read in blocks, refusing more than
+/// `limit` bytes (`None` then, or on a read error): a file can be hashed
+/// without being held in memory, and an oversized one costs `limit` at
+/// most.
+pub fn sha256_reader(mut reader: impl std::io::Read, limit: u64) -> Option<[u8; 32]> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Some(hasher.finalize().into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        total += n as u64;
+        if total > limit {
+            return None;
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn streamed_digest_is_the_same_and_bounded() {
+        let data = vec![7u8; 200_000];
+        assert_eq!(
+            super::sha256_reader(&data[..], 200_000),
+            Some(super::sha256(&data))
+        );
+        assert_eq!(super::sha256_reader(&data[..], 199_999), None);
+    }
+
     #[test]
     fn empty_digest() {
         assert_eq!(

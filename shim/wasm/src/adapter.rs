@@ -4,7 +4,6 @@
 //! as SARIF 2.1.x, results counted (refused, never truncated), canonicalised
 //! and stamped with provenance before it is written out.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -99,13 +98,14 @@ impl AdapterArgs {
 }
 
 /// Reads at most `budget` bytes of `path`; more is an error. Never allocates
-/// past `budget + 1` bytes whatever the file claims (or is: a pipe, /dev/zero).
+/// past `budget + 1` bytes whatever the file claims; anything but a regular
+/// file (a FIFO, a device) is refused unopened for reading.
 pub fn read_capped(name: &str, path: &Path, budget: u64) -> Result<Vec<u8>, WasmError> {
     let read_err = |source| WasmError::Read {
         path: path.to_path_buf(),
         source,
     };
-    let f = File::open(path).map_err(read_err)?;
+    let f = crate::open_regular(path)?;
     let mut buf = Vec::new();
     f.take(budget.saturating_add(1))
         .read_to_end(&mut buf)
@@ -190,11 +190,30 @@ pub fn check_sarif(bytes: &[u8], limits: &Limits, prov: &Provenance) -> Result<V
         Some(v) => return Err(WasmError::NotSarif(format!("version {v:?} is not 2.1.x"))),
         None => return Err(bad("\"version\" is missing")),
     }
+    // Results outside `runs` count too: `inlineExternalProperties` carry
+    // them as well (a red team's 20,000 there passed a cap of 10,000).
+    let mut count: u64 = 0;
+    for (i, ext) in obj
+        .get("inlineExternalProperties")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        match ext.get("results") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(r)) => count += r.len() as u64,
+            Some(_) => {
+                return Err(WasmError::NotSarif(format!(
+                    "inlineExternalProperties[{i}].results is not an array"
+                )))
+            }
+        }
+    }
     let runs = obj
         .get_mut("runs")
         .and_then(Value::as_array_mut)
         .ok_or_else(|| bad("\"runs\" (an array) is missing"))?;
-    let mut count: u64 = 0;
     for (i, run) in runs.iter().enumerate() {
         let run = run
             .as_object()
@@ -303,7 +322,7 @@ impl AdapterHost<'_> {
             Ok(Err(message)) => {
                 return Err(WasmError::Adapter {
                     tool: a.tool,
-                    message,
+                    message: bounded_message(message),
                 })
             }
             Err(e) => return Err(classify(e, store.data().limiter.refused())),
@@ -324,9 +343,38 @@ impl AdapterHost<'_> {
     }
 }
 
+/// The longest adapter error message passed on, in bytes: a red team's
+/// 100 MiB message made a 209 MB merged log and a 1.1 GB `audit` process.
+pub const MAX_MESSAGE: usize = 4096;
+
+/// `message` cut to [`MAX_MESSAGE`] bytes (at a character boundary).
+fn bounded_message(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        let dropped = message.len() - end;
+        message.truncate(end);
+        message.push_str(&format!(" … ({dropped} more bytes cut)"));
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_adapter_message_is_bounded() {
+        assert_eq!(bounded_message("short".into()), "short");
+        let long = bounded_message("é".repeat(5000));
+        assert!(
+            long.len() < MAX_MESSAGE + 40 && long.ends_with("more bytes cut)"),
+            "{}",
+            long.len()
+        );
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

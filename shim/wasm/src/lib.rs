@@ -82,10 +82,7 @@ impl Prepared {
         limits: Limits,
         cache: Option<&Cache>,
     ) -> Result<Prepared, WasmError> {
-        let file = std::fs::File::open(path).map_err(|source| WasmError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let file = open_regular(path)?;
         let bytes = read_capped(file, path)?;
         let encoding = kind::encoding(&bytes).ok_or_else(|| WasmError::NotWasm {
             path: path.to_path_buf(),
@@ -271,9 +268,41 @@ impl Prepared {
     }
 }
 
+/// `path` opened for reading, refused unless it is a regular file. Opened
+/// without blocking: a FIFO at a payload's path hung a container's create
+/// past every deadline (a red team).
+pub fn open_regular(path: &Path) -> Result<std::fs::File, WasmError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let read_err = |source| WasmError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(read_err)?;
+    if !file.metadata().map_err(read_err)?.is_file() {
+        return Err(WasmError::Unsupported {
+            path: path.to_path_buf(),
+            reason: "not a regular file".into(),
+        });
+    }
+    Ok(file)
+}
+
 /// The whole file, refusing one larger than [`MAX_WASM_FILE`] without
 /// reading past the cap.
 fn read_capped(file: std::fs::File, path: &Path) -> Result<Vec<u8>, WasmError> {
+    let too_large = || WasmError::Unsupported {
+        path: path.to_path_buf(),
+        reason: format!("larger than {MAX_WASM_FILE} bytes"),
+    };
+    // Its size first: a sparse 3 GiB payload is refused without reading
+    // the cap's worth of zeros (the cap still bounds a file that grows).
+    if file.metadata().is_ok_and(|m| m.len() > MAX_WASM_FILE) {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
     file.take(MAX_WASM_FILE + 1)
         .read_to_end(&mut bytes)
@@ -282,10 +311,7 @@ fn read_capped(file: std::fs::File, path: &Path) -> Result<Vec<u8>, WasmError> {
             source,
         })?;
     if bytes.len() as u64 > MAX_WASM_FILE {
-        return Err(WasmError::Unsupported {
-            path: path.to_path_buf(),
-            reason: format!("larger than {MAX_WASM_FILE} bytes"),
-        });
+        return Err(too_large());
     }
     Ok(bytes)
 }

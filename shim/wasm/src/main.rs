@@ -153,7 +153,10 @@ fn finish(id: &str, result: Result<i32, WasmError>) -> i32 {
                 ),
                 None => tracing::error!(id = %id, "wasm payload failed: {e}"),
             }
-            let _ = writeln!(std::io::stderr(), "sandboy: {e}");
+            // The message may carry the payload's own text (an adapter's
+            // error): its control characters are escaped.
+            let shown = sandboy_spec_gen::printable::printable(&e.to_string()).into_owned();
+            let _ = writeln!(std::io::stderr(), "sandboy: {shown}");
             e.exit_code()
         }
     }
