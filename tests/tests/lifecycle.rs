@@ -1237,3 +1237,69 @@ fn force_delete_racing_another_delete_succeeds() {
         );
     }
 }
+
+/// What the runtime writes for its caller — `--pid-file` of create and
+/// exec, `run --report` — replaces a symlink planted at that name instead
+/// of writing through it (a red team's container planted one in its rw
+/// bind, and root's report overwrote a root shell script). The victim is
+/// untouched, the file is the runtime's.
+#[test]
+fn files_written_for_the_caller_replace_planted_symlinks() {
+    if !need_root("files_written_for_the_caller_replace_planted_symlinks") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["sleep", "60"]);
+    let dir = TempDir::new("planted");
+    let victim = dir.path().join("victim.sh");
+    fs::write(&victim, "keep\n").unwrap();
+    let planted = |name: &str| {
+        let p = dir.path().join(name);
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        p
+    };
+    let regular = |p: &std::path::Path| {
+        let m = fs::symlink_metadata(p).unwrap();
+        assert!(m.file_type().is_file(), "{} is not a file", p.display());
+        fs::read_to_string(p).unwrap()
+    };
+    let id = unique_id("planted");
+    let _g = rt.guard(&id);
+    let pidfile = planted("init.pid");
+    let o = rt.run(&[
+        "create",
+        "--bundle",
+        b.path().to_str().unwrap(),
+        "--pid-file",
+        pidfile.to_str().unwrap(),
+        &id,
+    ]);
+    assert_exit(&o, 0);
+    let pid = rt.state(&id)["pid"].as_i64().unwrap();
+    assert_eq!(regular(&pidfile).trim(), pid.to_string());
+    assert_exit(&rt.run(&["start", &id]), 0);
+    let execpid = planted("exec.pid");
+    let o = rt.run(&["exec", "--pid-file", execpid.to_str().unwrap(), &id, "true"]);
+    assert_exit(&o, 0);
+    assert!(regular(&execpid).trim().parse::<i32>().is_ok());
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+
+    let report = planted("report.jsonl");
+    let run_b = Bundle::busybox(&["true"]);
+    let id = unique_id("planted-run");
+    let o = rt.run(&[
+        "run",
+        "--report",
+        report.to_str().unwrap(),
+        "--bundle",
+        run_b.path().to_str().unwrap(),
+        &id,
+    ]);
+    assert_exit(&o, 0);
+    regular(&report);
+    assert_eq!(
+        fs::read_to_string(&victim).unwrap(),
+        "keep\n",
+        "written through a symlink"
+    );
+}

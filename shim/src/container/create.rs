@@ -149,7 +149,6 @@ impl Runtime {
                     ),
             )
             .with_root_path(&self.root)
-            .and_then(|b| b.with_pid_file(opts.pid_file.as_ref()))
             .map(|b| {
                 b.with_console_socket(opts.console_socket.as_ref())
                     .with_preserved_fds(opts.preserve_fds)
@@ -200,8 +199,9 @@ impl Runtime {
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
                 claim::narrow_modes(&self.dir(id));
                 let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
-                let supervised =
-                    confined.and_then(|()| self.supervise(&container, &bundle, detach, learn));
+                let supervised = confined
+                    .and_then(|()| self.supervise(&container, &bundle, detach, learn))
+                    .and_then(|()| write_pid_file(opts.pid_file.as_deref(), container.pid()));
                 if let Err(e) = supervised {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
@@ -415,6 +415,20 @@ impl Runtime {
 
 /// The payload's file in the rootfs on the host, symlinks resolved, when it
 /// is a plain file that stays inside the rootfs.
+/// `--pid-file`, written by the runtime rather than libcontainer (which
+/// writes through a symlink at that name): a temporary file renamed into
+/// place, as runc does.
+pub(super) fn write_pid_file(
+    path: Option<&std::path::Path>,
+    pid: Option<nix::unistd::Pid>,
+) -> Result<()> {
+    let (Some(path), Some(pid)) = (path, pid) else {
+        return Ok(());
+    };
+    crate::host::output::replace(path, pid.as_raw().to_string().as_bytes(), 0o644)
+        .map_err(|e| Failure::runtime(format!("--pid-file {}: {e}", path.display())))
+}
+
 /// Whether the payload's path in the rootfs is there but no regular file
 /// (a FIFO at `/app.wasm` once hung the container's start past every
 /// deadline: the host's open blocked).

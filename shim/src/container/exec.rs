@@ -107,7 +107,6 @@ impl Runtime {
             )
             .with_root_path(&self.root)?
             .with_console_socket(opts.console_socket.as_ref())
-            .with_pid_file(opts.pid_file.as_ref())?
             .with_preserved_fds(opts.preserve_fds)
             .as_tenant()
             .with_detach(opts.detach)
@@ -127,6 +126,7 @@ impl Runtime {
             .build();
         remove_stale_sockets(&self.dir(id), &before);
         let pid = built?;
+        super::create::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;
         if logged {
             // Before the wait: see `denials::Members`.
             let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw());

@@ -141,7 +141,7 @@ impl Runtime {
         let path = dir.join(denials::REPORT_FILE);
         if let Some(to) = to {
             let text = std::fs::read(&path).unwrap_or_default();
-            std::fs::write(to, text)
+            crate::host::output::replace(to, &text, 0o600)
                 .map_err(|e| Failure::runtime(format!("--report {}: {e}", to.display())))?;
         }
         Ok(denials::read_report(&path))

@@ -1,5 +1,7 @@
 //! Protections of the host against the runtime's own containers that are not
 //! about one container: the sealed copy of the runtime binary
-//! (CVE-2019-5736).
+//! (CVE-2019-5736), and the files written for the caller after a container
+//! ran, which never follow a link it planted.
 
+pub mod output;
 pub mod sealed_exe;

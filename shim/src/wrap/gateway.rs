@@ -205,7 +205,7 @@ impl Gateway {
             self.collector.record(d);
         }
         if let Some(to) = report {
-            std::fs::write(to, self.collector.jsonl())
+            crate::host::output::replace(to, self.collector.jsonl().as_bytes(), 0o600)
                 .map_err(|e| Failure::runtime(format!("--report {}: {e}", to.display())))?;
         }
         Ok(Ran {

@@ -144,7 +144,15 @@ fn fs_paths(
         _ => &policy.exec,
     };
     let mut wanted = BTreeSet::new();
-    for path in refused {
+    for raw in refused {
+        // The protected-path checks compare text: a report's `//`, `/./`
+        // or trailing `/` once spelled `/` and `/etc/shadow` past them.
+        let Some(path) = super::protect::normal(&raw) else {
+            notes.push(format!(
+                "not suggested: {list} {raw:?}: not an absolute path without \"..\""
+            ));
+            continue;
+        };
         if let Some(by) = have.iter().find(|h| under(&path, h)) {
             notes.push(format!(
                 "already allowed: {path} is under [fs] {list} {by:?}; the refusal came from elsewhere (a hidden path, a mount, another filter)"

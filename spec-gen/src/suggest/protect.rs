@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 const PROTECTED: &[&str] = &[
     "/",
     "/proc/*/mem",
+    "/proc/*/task/*/mem",
     "/proc/kcore",
     "/dev/mem",
     "/etc/shadow",
@@ -70,6 +71,24 @@ fn homes() -> &'static [String] {
         out.dedup();
         out
     })
+}
+
+/// `path` in its one spelling: absolute, no empty or `.` component, no
+/// trailing `/`; `None` for a relative path or one with `..` (whose
+/// meaning depends on the symlinks along it).
+pub fn normal(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut out = String::new();
+    for c in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
+        if c == ".." {
+            return None;
+        }
+        out.push('/');
+        out.push_str(c);
+    }
+    Some(if out.is_empty() { "/".into() } else { out })
 }
 
 /// Whether `path` is `dir` or below it.
@@ -136,6 +155,22 @@ fn glob_match(pattern: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_have_one_spelling() {
+        for (raw, want) in [
+            ("//", Some("/")),
+            ("/.", Some("/")),
+            ("/etc//shadow", Some("/etc/shadow")),
+            ("/etc/./shadow/", Some("/etc/shadow")),
+            ("/etc/../etc/shadow", None),
+            ("etc/shadow", None),
+        ] {
+            assert_eq!(normal(raw).as_deref(), want, "{raw}");
+        }
+        assert!(protected(&normal("/etc//shadow").unwrap(), &[]));
+        assert!(protected("/proc/1/task/1/mem", &[]));
+    }
 
     #[test]
     fn what_is_protected() {

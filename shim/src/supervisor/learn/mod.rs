@@ -103,7 +103,9 @@ pub fn write_policy(
     sandboy_spec_gen::Policy::parse(&text, &learn.out.display().to_string(), dir).map_err(|e| {
         Failure::runtime(format!("learn: the learned policy is invalid (a bug): {e}"))
     })?;
-    std::fs::write(&learn.out, text)
+    // As root (`run --learn`) the path may lie in a bind the container
+    // wrote: never through a link it planted there.
+    crate::host::output::replace(&learn.out, text.as_bytes(), 0o644)
         .map_err(|e| Failure::runtime(format!("learn: writing {}: {e}", learn.out.display())))?;
     Ok(())
 }

@@ -51,24 +51,62 @@ impl Root {
     }
 }
 
-/// `path` looked up beneath `pid`'s root, symlinks resolved as if that
-/// root were `/`, magic links (`/proc/self/exe`, …) not followed out.
-fn exists_in_root(pid: Pid, path: &str, flags: OFlag) -> bool {
-    let Ok(root) = std::fs::File::open(format!("/proc/{pid}/root")) else {
-        return false;
-    };
+impl Root {
+    /// `path` with its symlinks resolved, as `pid` sees it; for a path that
+    /// does not exist (yet), its directory resolved and its name kept; the
+    /// path as given when not even that resolves.
+    pub fn real(self, pid: Pid, path: &str) -> String {
+        let whole = self.resolve(pid, path);
+        whole
+            .or_else(|| {
+                let (dir, name) = path.rsplit_once('/')?;
+                let dir = if dir.is_empty() { "/" } else { dir };
+                let real = self.resolve(pid, dir)?;
+                Some(format!("{}/{name}", real.trim_end_matches('/')))
+            })
+            .unwrap_or_else(|| path.to_owned())
+    }
+
+    fn resolve(self, pid: Pid, path: &str) -> Option<String> {
+        match self {
+            Root::Host => std::fs::canonicalize(path)
+                .ok()
+                .and_then(|p| p.to_str().map(str::to_owned)),
+            Root::Caller => {
+                // The resolved object's path, less the path of the caller's
+                // root, both as this process sees them.
+                let root = std::fs::File::open(format!("/proc/{pid}/root")).ok()?;
+                let fd = open_in_root(&root, path, OFlag::empty())?;
+                let at = |fd: i32| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok();
+                let (root_at, at) = (at(root.as_raw_fd())?, at(fd.as_raw_fd())?);
+                let rel = at.strip_prefix(&root_at).ok()?;
+                Some(format!("/{}", rel.to_str()?))
+            }
+        }
+    }
+}
+
+/// `path` opened `O_PATH` beneath `root`, symlinks resolved as if that
+/// root were `/`, magic links not followed out.
+fn open_in_root(root: &std::fs::File, path: &str, flags: OFlag) -> Option<OwnedFd> {
     let how = OpenHow::new()
         .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | flags)
         .mode(Mode::empty())
         .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
     let rel = path.trim_start_matches('/');
     let rel = if rel.is_empty() { "." } else { rel };
-    match nix::fcntl::openat2(root.as_raw_fd(), rel, how) {
-        // SAFETY: openat2 returned a new fd, owned once here and closed.
-        Ok(fd) => drop(unsafe { OwnedFd::from_raw_fd(fd) }),
-        Err(_) => return false,
-    }
-    true
+    let fd = nix::fcntl::openat2(root.as_raw_fd(), rel, how).ok()?;
+    // SAFETY: openat2 returned a new fd, owned once here.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `path` looked up beneath `pid`'s root, symlinks resolved as if that
+/// root were `/`, magic links (`/proc/self/exe`, …) not followed out.
+fn exists_in_root(pid: Pid, path: &str, flags: OFlag) -> bool {
+    std::fs::File::open(format!("/proc/{pid}/root"))
+        .ok()
+        .and_then(|root| open_in_root(&root, path, flags))
+        .is_some()
 }
 
 /// The syscalls whose paths and ports make up a policy.
@@ -116,6 +154,10 @@ pub fn serve(listener: &OwnedFd, root: Root, seen: &std::sync::Mutex<Observed>) 
         if let Some(access) = decode(req, root) {
             let pid = Pid::from_raw(req.pid as i32);
             let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            // Paths as they resolve: a rule names what a path reaches,
+            // and a red team's `$PWD/r -> /` once got `read = ["<cwd>/r"]`,
+            // the whole file system, past every protected-path check.
+            let access = access.resolved(|p| root.real(pid, p));
             // Whether a path exists is asked at the end for the host; a
             // container's root is gone by then, so it is asked now.
             seen.add(access, |p| root == Root::Caller && root.exists(pid, p));

@@ -40,6 +40,21 @@ impl Access {
     }
 }
 
+impl Access {
+    /// The same access with every path as `real` gives it (symlinks
+    /// resolved, see `notify::Root::real`).
+    pub fn resolved(self, real: impl Fn(&str) -> String) -> Access {
+        match self {
+            Access::Read(p) => Access::Read(real(&p)),
+            Access::Write(p) => Access::Write(real(&p)),
+            Access::Exec(p) => Access::Exec(real(&p)),
+            Access::Change(p) => Access::Change(real(&p)),
+            Access::Move(a, b) => Access::Move(real(&a), real(&b)),
+            port @ Access::Port { .. } => port,
+        }
+    }
+}
+
 /// Everything seen, de-duplicated.
 #[derive(Debug, Default)]
 pub struct Observed {
