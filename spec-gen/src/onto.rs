@@ -59,6 +59,13 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
         }
     }
     spec.set_annotations(Some(ann));
+    // A policy's process never gains privileges by execve (docs/policy.md),
+    // whatever the engine asked: Kubernetes' default left it false, and a
+    // step reached uid 0 through a setuid file of its image (a red team).
+    if let Some(mut process) = spec.process().clone() {
+        process.set_no_new_privileges(Some(true));
+        spec.set_process(Some(process));
+    }
 
     if allow.mounts && !policy.mounts.is_empty() {
         let mut mounts = spec.mounts().clone().unwrap_or_default();

@@ -389,3 +389,43 @@ fn a_namespaced_sysctl_outside_the_containers_namespace_is_refused() {
     assert_exit(&o, 0);
     assert_eq!(host(), before, "the host's vm.memfd_noexec changed");
 }
+
+/// The state root is the caller's own: an id naming one of its own
+/// directories (`.bundles`) is a usage error, and a root another user made
+/// (in /tmp, before root used it) is refused rather than trusted (a red
+/// team forged a container's state there, and root's delete ran its hook).
+#[test]
+fn the_state_root_is_the_callers_own() {
+    let t = "the_state_root_is_the_callers_own";
+    if !need_root(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    for id in [".bundles", ".locks"] {
+        let o = rt.run(&["delete", "--force", id]);
+        expect(&o, 2, &["may not start with '.'"]);
+    }
+    let Some(user) = TestUser::create(t) else {
+        return;
+    };
+    let dir = TempDir::new("foreign-root");
+    let root = dir.path().join("r");
+    fs::create_dir_all(&root).unwrap();
+    user.chown(&root);
+    let o = capture(
+        std::process::Command::new(&rt.bin)
+            .arg("--root")
+            .arg(&root)
+            .arg("list"),
+    );
+    expect(&o, 1, &["belongs to uid", "use a root of your own"]);
+    // Counterpart: the same directory once it is root's.
+    std::os::unix::fs::chown(&root, Some(0), Some(0)).unwrap();
+    let o = capture(
+        std::process::Command::new(&rt.bin)
+            .arg("--root")
+            .arg(&root)
+            .arg("list"),
+    );
+    assert_exit(&o, 0);
+}

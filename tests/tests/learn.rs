@@ -459,3 +459,43 @@ fn run_learn_refuses_exec_and_writes_the_policy_of_a_killed_container() {
         "{policy}"
     );
 }
+
+/// As root, `wrap --learn` runs the command as plain root `wrap` would:
+/// the sudo caller (a red team's `sudo sandboy wrap --learn` step ran as
+/// host root and read /etc/shadow), else nobody.
+#[test]
+fn root_learns_as_the_sudo_caller() {
+    let test = "root_learns_as_the_sudo_caller";
+    let Some(sandboy) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("learn-sudo");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("p.toml");
+    let o = capture(
+        Command::new(&sandboy)
+            .args(["wrap", "--learn"])
+            .arg(&out)
+            .args(["--", "sh", "-c", "id -u; cat /etc/shadow"])
+            .env("SUDO_UID", user.uid.to_string())
+            .env("SUDO_GID", user.gid.to_string())
+            .current_dir(dir.path()),
+    );
+    assert_eq!(
+        text(&o.stdout),
+        format!("{}\n", user.uid),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        text(&o.stderr).contains("Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(out.is_file(), "no policy written");
+    // Counterpart: root itself reads it.
+    assert_exit(&capture(Command::new("cat").arg("/etc/shadow")), 0);
+}

@@ -237,6 +237,38 @@ fn default_policy_applies_without_annotation() {
     let id = unique_id("node-default");
     let _g = n.rt.guard(&id);
     assert_confined_writes(&n.run(&b, &id), &b);
+    // An engine's noNewPrivileges = false (Kubernetes' default) is not
+    // kept under a policy: a red team's step reached uid 0 through a
+    // setuid file of its image. The counterpart: unconfined, it is kept.
+    let nnp = |b: &Bundle| {
+        b.edit(|c| c["process"]["noNewPrivileges"] = serde_json::json!(false));
+    };
+    let b = engine_bundle("grep NoNewPrivs /proc/self/status", &[]);
+    nnp(&b);
+    n.policy("gate-step", GATE_STEP);
+    let id = unique_id("node-nnp");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&b, &id);
+    assert_eq!(
+        text(&o.stdout).split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "1"],
+        "{}",
+        text(&o.stderr)
+    );
+    let free = engine_bundle("grep NoNewPrivs /proc/self/status", &[]);
+    nnp(&free);
+    let id = unique_id("node-nnp-free");
+    let _g = n.rt.guard(&id);
+    let o = capture(
+        n.rt.cmd()
+            .args(["run", "--bundle", free.path().to_str().unwrap(), &id]),
+    );
+    assert_eq!(
+        text(&o.stdout).split_whitespace().collect::<Vec<_>>(),
+        ["NoNewPrivs:", "0"],
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

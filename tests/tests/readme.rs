@@ -86,15 +86,16 @@ fn readme_podman_quick_start_runs_verbatim_as_root() {
         "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
         bin.parent().unwrap().display()
     );
-    let _ = fs::remove_dir_all("/tmp/gate");
+    // The block's `mktemp -d` lands in a directory removed afterwards.
+    let tmp = TempDir::new("readme-podman");
     let o = std::process::Command::new("sh")
         .arg("-c")
         .arg(&block)
         .current_dir(repo())
         .env("PATH", path)
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
-    let _ = fs::remove_dir_all("/tmp/gate");
     let out = text(&o.stdout);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");

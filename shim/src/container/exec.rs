@@ -84,6 +84,11 @@ impl Runtime {
                 "exec {id}: the container is being learned (run --learn), and a new process would run unobserved; run it from the container's own process instead, or exec once it runs confined by the learned policy"
             )));
         }
+        let init_nnp = init_spec
+            .process()
+            .as_ref()
+            .and_then(|p| p.no_new_privileges())
+            .unwrap_or(false);
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
         let logged = crate::supervisor::denials::collecting(&self.dir(id));
         let seccomp = self.tenant_seccomp(&init_spec, logged)?;
@@ -113,7 +118,10 @@ impl Runtime {
             .with_cwd(opts.cwd.as_ref())
             .with_env(opts.env)
             .with_process(opts.process.as_ref())
-            .with_no_new_privs(opts.no_new_privs)
+            // A container whose init may not gain privileges (every policy's)
+            // gets no exec'd process that may: a `--process` file's
+            // `noNewPrivileges: false` would otherwise be honoured.
+            .with_no_new_privs(opts.no_new_privs || init_nnp)
             .with_container_args(opts.command)
             .with_additional_gids(additional_gids)
             .with_user(uid)

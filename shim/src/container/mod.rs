@@ -112,6 +112,17 @@ impl Runtime {
                 meta.mode() & 0o7777
             )));
         }
+        // Another user's directory is never ours to trust, whatever we may
+        // do in it: they could forge a container's state, and root's
+        // `delete` would run its hooks and `kill` signal any pid (a red
+        // team's pre-made `--root` in /tmp).
+        if meta.uid() != euid {
+            return Err(Failure::runtime(format!(
+                "state root {}: it belongs to uid {}, not to uid {euid}; use a root of your own with --root",
+                root.display(),
+                meta.uid()
+            )));
+        }
         Ok(Self {
             root,
             systemd,
@@ -235,6 +246,14 @@ impl Runtime {
 
 /// runc's id rules, checked before any path is built from the id.
 pub fn validate_id(id: &str) -> Result<()> {
+    // The state root's own directories (`.bundles`, `.locks`, `.adapt`, the
+    // caches) start with a dot: `delete -f .bundles` removed every
+    // container's shadow bundle (a red team).
+    if id.starts_with('.') {
+        return Err(Failure::usage(format!(
+            "invalid container id {id:?}: an id may not start with '.' (the state root's own directories do)"
+        )));
+    }
     ContainerBuilder::new(id.to_owned(), SyscallType::default())
         .validate_id()
         .map(|_| ())

@@ -59,6 +59,11 @@ pub fn choose(policy: &Policy, sudo_uid: Option<&str>, sudo_gid: Option<&str>) -
             source: Source::Policy,
         };
     }
+    caller(sudo_uid, sudo_gid)
+}
+
+/// The sudo caller from `SUDO_UID`/`SUDO_GID` (not root), else nobody.
+pub fn caller(sudo_uid: Option<&str>, sudo_gid: Option<&str>) -> Identity {
     let sudo_uid = sudo_uid
         .and_then(|u| u.parse::<u32>().ok())
         .filter(|&u| u != 0);

@@ -4,7 +4,8 @@
 //! policy writer, shared with `run --learn` of a bundle).
 //!
 //! No Landlock, no namespaces, no root needed: seccomp under no_new_privs
-//! is allowed to any user, and the watcher is the command's parent, so it
+//! is allowed to any user (as root the command runs as the sudo caller,
+//! else nobody, as plain root `wrap` runs it), and the watcher is the command's parent, so it
 //! may read its memory (`process_vm_readv`) even under Yama's ptrace
 //! scope 1.
 
@@ -36,13 +37,21 @@ pub fn run(learn: &Learn, base: Option<&Path>, command: &[String]) -> Result<i32
         None,
         SockFlag::SOCK_CLOEXEC,
     )?;
-    // SAFETY: wrap is single-threaded here; the child only installs the
-    // filter, passes its listener and execs (or exits).
+    // As root, the command runs as plain root `wrap` would run it: the sudo
+    // caller, else nobody (learning observes, it does not confine: a red
+    // team's `sudo sandboy wrap --learn` step read /etc/shadow as root).
+    let identity = nix::unistd::geteuid().is_root().then(|| {
+        let var = |k: &str| std::env::var(k).ok();
+        let id = super::identity::caller(var("SUDO_UID").as_deref(), var("SUDO_GID").as_deref());
+        (id.uid, id.gid)
+    });
+    // SAFETY: wrap is single-threaded here; the child only drops its ids,
+    // installs the filter, passes its listener and execs (or exits).
     let child = match unsafe { fork() }? {
         ForkResult::Parent { child } => child,
         ForkResult::Child => {
             drop(ours);
-            child_exec(&filter, &theirs, &argv)
+            child_exec(&filter, &theirs, &argv, identity)
         }
     };
     drop(theirs);
@@ -79,6 +88,7 @@ fn child_exec(
     filter: &sandboy_confine::CompiledSeccomp,
     to_parent: &OwnedFd,
     argv: &[CString],
+    identity: Option<(u32, u32)>,
 ) -> ! {
     let fail = |msg: String, code: i32| -> ! {
         let _ = std::io::Write::write_all(
@@ -89,6 +99,16 @@ fn child_exec(
         unsafe { libc::_exit(code) }
     };
     let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+    if let Some((uid, gid)) = identity {
+        use nix::unistd::{setgroups, setresgid, setresuid, Gid, Uid};
+        let (uid, gid) = (Uid::from_raw(uid), Gid::from_raw(gid));
+        if let Err(e) = setgroups(&[])
+            .and_then(|()| setresgid(gid, gid, gid))
+            .and_then(|()| setresuid(uid, uid, uid))
+        {
+            fail(format!("error: learn: dropping to uid {uid}: {e}"), 1);
+        }
+    }
     if let Err(e) = nix::sys::prctl::set_no_new_privs() {
         fail(format!("error: prctl(PR_SET_NO_NEW_PRIVS): {e}"), 1);
     }
