@@ -379,7 +379,11 @@ fn a_namespaced_sysctl_outside_the_containers_namespace_is_refused() {
         ns.retain(|n| n["type"] != "pid");
     });
     let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
-    expect(&o, 2, &["vm.memfd_noexec", "no pid namespace of its own"]);
+    expect(
+        &o,
+        2,
+        &["vm.memfd_noexec", "shares the host's pid namespace"],
+    );
     assert_nothing_left(&rt, &id);
     assert_eq!(host(), before, "the host's vm.memfd_noexec changed");
     // Counterpart: its own pid namespace.

@@ -1303,3 +1303,56 @@ fn files_written_for_the_caller_replace_planted_symlinks() {
         "written through a symlink"
     );
 }
+
+/// In a pid namespace the container joins (a pod's), its init is not pid 1
+/// and can exit while its children run on: the supervisor stays until the
+/// container's last process is gone, and the deadline still kills them (a
+/// red team's child ran past its timeout). Counterpart: without a timeout
+/// the child runs on.
+#[test]
+fn a_timeout_holds_after_the_init_exits_in_a_joined_pid_namespace() {
+    if !need_root("a_timeout_holds_after_the_init_exits_in_a_joined_pid_namespace") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let pause = Bundle::busybox(&["sleep", "120"]);
+    let pod = unique_id("pod");
+    let _p = rt.guard(&pod);
+    assert_exit(&rt.create(&pause, &pod), 0);
+    assert_exit(&rt.run(&["start", &pod]), 0);
+    let pod_pid = rt.state(&pod)["pid"].as_i64().unwrap();
+    let marker = format!("sleep {}", 40 + std::process::id() % 40);
+    let step = |timeout: Option<&str>| {
+        let b = Bundle::busybox(&["sh", "-c", &format!("({marker}) & exit 0")]);
+        b.edit(|c| {
+            let ns = c["linux"]["namespaces"].as_array_mut().unwrap();
+            ns.retain(|n| n["type"] != "pid");
+            ns.push(serde_json::json!({"type": "pid", "path": format!("/proc/{pod_pid}/ns/pid")}));
+            if let Some(t) = timeout {
+                c["annotations"] = serde_json::json!({"dev.sandboy.timeout": t});
+            }
+        });
+        b
+    };
+    let alive = || pids_mentioning(&marker).len();
+    let timed = step(Some("2s"));
+    let id = unique_id("step");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.create(&timed, &id), 0);
+    assert_exit(&rt.run(&["start", &id]), 0);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(alive(), 1, "the child did not start");
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(alive(), 0, "the child ran past the timeout");
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    // Counterpart: no timeout, the child lives on.
+    let free = step(None);
+    let id = unique_id("step-free");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.create(&free, &id), 0);
+    assert_exit(&rt.run(&["start", &id]), 0);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(alive(), 1, "the untimed child is gone");
+    assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    assert_exit(&rt.run(&["delete", "--force", &pod]), 0);
+}

@@ -405,11 +405,23 @@ impl Runtime {
             state_dir,
             keep_stderr: !detach,
             init,
+            shares_pids: !super::sysctl::own_pid_namespace(&bundle.spec),
         };
-        supervisor::spawn(target, duties, |id| {
-            let c = self.load(id)?;
-            super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
-        })
+        supervisor::spawn(
+            target,
+            duties,
+            |id| {
+                let c = self.load(id)?;
+                super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
+            },
+            |id| {
+                self.load(id)
+                    .ok()
+                    .and_then(|c| crate::cgroups::cgroup_manager(&c).ok())
+                    .and_then(|m| libcgroups::common::CgroupManager::get_all_pids(&m).ok())
+                    .is_some_and(|pids| !pids.is_empty())
+            },
+        )
     }
 }
 

@@ -42,21 +42,47 @@ pub fn memfd_noexec(spec: &Spec) -> Result<Option<u8>> {
             )))
         }
     };
-    // Written in a pid namespace the container does not own (the host's,
-    // or one joined by path), the value would be another's, and it can
-    // never be lowered again: a spec sharing the host's pid namespace
-    // would raise the host's for good (runc refuses namespaced sysctls
-    // outside the container's own namespace the same way).
-    if !own_pid_namespace(spec) {
+    // Written in the host's pid namespace, the value would be the host's,
+    // and it can never be lowered again: a spec sharing the host's pid
+    // namespace would raise it for good. runc refuses a namespaced sysctl
+    // in the host's namespace the same way; a namespace joined by path (a
+    // pod's) is the pod's to tighten.
+    if in_host_pid_namespace(spec) {
         return Err(Failure::config(format!(
-            "linux.sysctl {MEMFD_NOEXEC}: the container has no pid namespace of its own, so this would set the host's (or another container's) for good; add {{\"type\": \"pid\"}} without a path to linux.namespaces, or remove the key"
+            "linux.sysctl {MEMFD_NOEXEC}: the container shares the host's pid namespace, so this would set the host's for good; add {{\"type\": \"pid\"}} to linux.namespaces, or remove the key"
         )));
     }
     Ok(Some(value))
 }
 
+/// Whether the container's pid namespace is the host's: none in the spec,
+/// or a path naming the runtime's own.
+fn in_host_pid_namespace(spec: &Spec) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let entry = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .and_then(|ns| {
+            ns.iter()
+                .find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid)
+                .cloned()
+        });
+    match entry {
+        None => true,
+        Some(n) => n.path().as_ref().is_some_and(|p| {
+            let ino = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
+            // Unreadable: as the host's (fail closed).
+            match (ino(p), ino(std::path::Path::new("/proc/self/ns/pid"))) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => true,
+            }
+        }),
+    }
+}
+
 /// Whether the spec makes a new pid namespace (not joined by path).
-fn own_pid_namespace(spec: &Spec) -> bool {
+pub fn own_pid_namespace(spec: &Spec) -> bool {
     spec.linux()
         .as_ref()
         .and_then(|l| l.namespaces().as_ref())

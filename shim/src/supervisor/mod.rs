@@ -82,16 +82,31 @@ pub struct Target {
     /// supervisor anyway) instead of /dev/null.
     pub keep_stderr: bool,
     pub init: Pid,
+    /// The container has no pid namespace of its own (the host's, or one
+    /// joined by path): its other processes outlive the init, and the
+    /// supervisor with them (see [`spawn`]'s `remaining`).
+    pub shares_pids: bool,
 }
+
+/// While the init is gone but the container's processes are not (a shared
+/// pid namespace), how often the supervisor looks again.
+const LINGER_POLL: Duration = Duration::from_millis(100);
 
 /// Start the supervisor for `target`, detached from the caller (its own
 /// session, stdio on /dev/null), and return once
 /// it runs. `kill_all` is what the deadline does: SIGKILL to every process
 /// of the container.
+///
+/// `remaining` says whether any process of the container is left; asked
+/// only when it [`Target::shares_pids`], once the init exited: the
+/// deadline and the reports hold until the last one is gone (a red team's
+/// init exited at once in a joined pid namespace and its child ran past
+/// the timeout).
 pub fn spawn(
     target: Target,
     duties: Duties,
     kill_all: impl FnOnce(&str) -> Result<()>,
+    remaining: impl Fn(&str) -> bool,
 ) -> Result<()> {
     if duties.is_empty() {
         return Ok(());
@@ -114,7 +129,7 @@ pub fn spawn(
         ForkResult::Child => {
             let _ = setsid();
             detach_stdio(target.keep_stderr);
-            let code = supervise(&target, duties, &pidfd, kill_all);
+            let code = supervise(&target, duties, &pidfd, kill_all, remaining);
             std::process::exit(code);
         }
     }
@@ -140,6 +155,7 @@ fn supervise(
     mut duties: Duties,
     pidfd: &Pidfd,
     kill_all: impl FnOnce(&str) -> Result<()>,
+    remaining: impl Fn(&str) -> bool,
 ) -> i32 {
     let started = Instant::now();
     let init = target.init.as_raw();
@@ -181,6 +197,7 @@ fn supervise(
     let socket = duties.denials.as_ref().map(|d| &d.socket);
     let mut buf = vec![0u8; 16 * 1024];
     let mut code = 0;
+    let mut init_gone = false;
     loop {
         let deadline = duties
             .timeout
@@ -193,9 +210,15 @@ fn supervise(
             (None, true) => Some(Duration::from_millis(250)),
             (None, false) => None,
         };
-        let exited = match wait_any(pidfd, socket, gateway.as_ref().and_then(|g| g.fd()), wait) {
-            Ok(w) => w,
-            Err(_) => return 1,
+        let exited = if init_gone {
+            // The pidfd stays readable now: wait by time instead.
+            std::thread::sleep(wait.map_or(LINGER_POLL, |w| w.min(LINGER_POLL)));
+            !remaining(&target.id)
+        } else {
+            match wait_any(pidfd, socket, gateway.as_ref().and_then(|g| g.fd()), wait) {
+                Ok(w) => w,
+                Err(_) => return 1,
+            }
         };
         if let Some(c) = report.as_mut() {
             if let Some(s) = socket {
@@ -212,6 +235,10 @@ fn supervise(
                 g.pump(&target.id, init, |d| c.record(d));
             }
             c.tick();
+        }
+        if exited && !init_gone && target.shares_pids && remaining(&target.id) {
+            init_gone = true;
+            continue;
         }
         if exited {
             if let Some(l) = learning.take() {
