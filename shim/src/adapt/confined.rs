@@ -39,16 +39,20 @@ pub fn user_cache_dir() -> Option<PathBuf> {
         .map(|d| d.join("sandboy/wasm"))
 }
 
-/// Runs `job` confined, the SARIF to `out`; the exit status.
-pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
-    let exe = wasm_host::path()?;
-    let limits = render::annotations(&policy)
+/// The policy's wasm limits, and `prepare`'s answer for the job's
+/// component as a zero-import adapter (refused, exit 2, otherwise), through
+/// `cache`. Asked before anything runs, as the caller.
+pub fn check(
+    policy: &Policy,
+    job: &Job,
+    program: Program<'_>,
+    cache: Option<&Path>,
+) -> Result<(String, sandboy_wasm_contract::host::PrepareReport)> {
+    let limits = render::annotations(policy)
         .get(WASM_LIMITS)
         .cloned()
         .unwrap_or_else(|| "{}".into());
-    let cache = user_cache_dir();
-    let program = Program::Path(&exe);
-    let answer = match cache.as_deref() {
+    let answer = match cache {
         // A warm start asks the host only once per component and limits.
         Some(cache) => wasm_host::memo::prepare(program, &job.component, cache, &limits, true)?,
         None => wasm_host::prepare(program, &job.component, None, &limits, true)?,
@@ -57,6 +61,14 @@ pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
         EXIT_REFUSED => Failure::usage(format!("adapt: {}", r.message)),
         _ => Failure::runtime(format!("adapt: {}", r.message)),
     })?;
+    Ok((limits, report))
+}
+
+/// Runs `job` confined, the SARIF to `out`; the exit status.
+pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
+    let exe = wasm_host::path()?;
+    let cache = user_cache_dir();
+    let (limits, report) = check(&policy, job, Program::Path(&exe), cache.as_deref())?;
     // Only a cache the host could use (it warned otherwise).
     let cache = cache.filter(|_| report.cache_file.is_some());
     let show = |p: &Path| p.display().to_string();

@@ -33,6 +33,15 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
         SEQ.fetch_add(1, Ordering::Relaxed)
     );
     crate::container::validate_id(&id)?;
+    // A zero-import adapter, or refused before any container exists (a
+    // core module once ran as a WASI program and died of a panic, exit 101).
+    let exe = crate::wasm_host::path()?;
+    super::confined::check(
+        &policy,
+        job,
+        crate::wasm_host::Program::Path(&exe),
+        Some(&rt.root.join(crate::wasm_host::CACHE_DIR)),
+    )?;
     let work = rt.root.join(ADAPT_DIR).join(&id);
     let result = (|| {
         let rootfs = work.join("rootfs");

@@ -334,7 +334,7 @@ impl Runtime {
         let Some(host) = payload_in_rootfs(bundle, &args0) else {
             return Ok(Some(Payload::new(exe, None, None, limits)));
         };
-        let cache = self.root.join(".wasm-cache");
+        let cache = self.root.join(wasm_host::CACHE_DIR);
         let program = wasm_host::Program::Fd(&exe);
         let report = match wasm_host::memo::prepare(program, &host, &cache, &limits, false)? {
             Ok(r) => r,

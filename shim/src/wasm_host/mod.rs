@@ -56,6 +56,16 @@ pub fn path() -> Result<PathBuf> {
         .ok_or_else(|| Failure::runtime("cannot tell where the sandboy binary is"))
 }
 
+/// The compile cache in a state root.
+pub const CACHE_DIR: &str = ".wasm-cache";
+
+/// CPU seconds `prepare` may spend compiling one payload: it runs as the
+/// caller (root, for a container), outside the container's cgroup and
+/// deadline, on wasm the bundle's author chose; a red team's 12 MB module
+/// took a minute of CPU, and the 256 MiB file cap would allow twenty. An
+/// adapter compiles in well under a second.
+pub const COMPILE_CPU_SECONDS: u64 = 60;
+
 /// A refusal of `prepare`: its exit status (2 for the payload or its
 /// limits, 1 otherwise) and message.
 pub struct Refused {
@@ -106,16 +116,39 @@ pub fn prepare(
         Program::Path(p) => p.to_path_buf(),
     };
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(&exe)
+    let mut child = std::process::Command::new(&exe);
+    child
         .arg0(HOST_BIN)
         .args(command.to_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    // SAFETY: between fork and exec the closure makes one setrlimit call,
+    // async-signal-safe, on no shared state.
+    unsafe {
+        child.pre_exec(|| {
+            let secs = COMPILE_CPU_SECONDS;
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CPU, secs, secs + 1)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = child
         .output()
         .map_err(|e| Failure::runtime(format!("{HOST_BIN} prepare: {e}")))?;
     drop(log_fd);
     let failed = |what: String| Failure::runtime(format!("{HOST_BIN} prepare: {what}"));
+    if matches!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(libc::SIGXCPU | libc::SIGKILL)
+    ) {
+        return Ok(Err(Refused {
+            code: sandboy_wasm_contract::host::EXIT_REFUSED,
+            message: format!(
+                "{}: compiling it took more than {COMPILE_CPU_SECONDS} s of CPU (the compile limit)",
+                path.display()
+            ),
+        }));
+    }
     let code = out
         .status
         .code()
