@@ -48,6 +48,36 @@ fn has_xattr(p: &Path) -> bool {
     n == 1 && buf[0] == b'1'
 }
 
+/// A test user, a scratch directory, and the probe and sandboy copied
+/// where the user can run them; `None` (a skip) when something is missing.
+struct Setup {
+    user: TestUser,
+    dir: TempDir,
+    probe: std::path::PathBuf,
+    sandboy: std::path::PathBuf,
+}
+
+impl Setup {
+    fn new(test: &str) -> Option<Setup> {
+        let probe_bin = target_dir().join("probes/probe");
+        if !probe_bin.is_file() {
+            skip(test, "the probe is not built (make probes)");
+            return None;
+        }
+        let sandboy_bin = need_sandboy(test)?;
+        let user = TestUser::create(test)?;
+        let dir = TempDir::new("wrapmeta");
+        let probe = user.reachable_copy(&probe_bin, &dir);
+        let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+        Some(Setup {
+            user,
+            dir,
+            probe,
+            sandboy,
+        })
+    }
+}
+
 /// A fresh 0600 file owned by `user`, mtime untouched.
 fn fresh(user: &TestUser, path: &Path) {
     let _ = fs::remove_file(path);
@@ -58,21 +88,15 @@ fn fresh(user: &TestUser, path: &Path) {
 
 #[test]
 fn the_landlock_tier_changes_metadata_only_in_write_paths() {
-    let test = "the_landlock_tier_changes_metadata_only_in_write_paths";
-    let probe_bin = target_dir().join("probes/probe");
-    if !probe_bin.is_file() {
-        skip(test, "the probe is not built (make probes)");
-        return;
-    }
-    let Some(sandboy_bin) = need_sandboy(test) else {
-        return;
-    };
-    let Some(user) = TestUser::create(test) else {
+    let Some(Setup {
+        user,
+        dir,
+        probe,
+        sandboy,
+    }) = Setup::new("the_landlock_tier_changes_metadata_only_in_write_paths")
+    else {
         return;
     };
-    let dir = TempDir::new("wrapmeta");
-    let probe = user.reachable_copy(&probe_bin, &dir);
-    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
     for d in ["out", "outside"] {
         fs::create_dir_all(dir.path().join(d)).unwrap();
         user.chown(&dir.path().join(d));
@@ -159,20 +183,15 @@ fn the_landlock_tier_changes_metadata_only_in_write_paths() {
 #[test]
 fn the_landlock_tier_refuses_file_attribute_flags() {
     let test = "the_landlock_tier_refuses_file_attribute_flags";
-    let probe_bin = target_dir().join("probes/probe");
-    if !probe_bin.is_file() {
-        skip(test, "the probe is not built (make probes)");
-        return;
-    }
-    let Some(sandboy_bin) = need_sandboy(test) else {
-        return;
-    };
-    let Some(user) = TestUser::create(test) else {
+    let Some(Setup {
+        user,
+        dir,
+        probe,
+        sandboy,
+    }) = Setup::new(test)
+    else {
         return;
     };
-    let dir = TempDir::new("wrapattr");
-    let probe = user.reachable_copy(&probe_bin, &dir);
-    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
     let ro = dir.path().join("ro");
     fs::create_dir_all(&ro).unwrap();
     user.chown(&ro);

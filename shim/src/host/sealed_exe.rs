@@ -46,7 +46,27 @@ pub fn ensure(empty_dir: &Path) -> Result<(), String> {
             let _ = exec_fd(&exe);
         }
     }
-    pentacle::ensure_sealed().map_err(|e| e.to_string())
+    pentacle::ensure_sealed().map_err(|e| e.to_string()).or_else(|e| {
+        let exe = std::fs::read_link("/proc/self/exe").map_err(|e| e.to_string())?;
+        if unwritable_for_containers(&exe) {
+            tracing::debug!(error = %e, path = %exe.display(), "no sealed copy of the binary; it runs in place: this user cannot write it, so neither can its containers");
+            return Ok(());
+        }
+        Err(e)
+    })
+}
+
+/// Whether the containers of this (non-root) caller cannot write `path`:
+/// they are at most the caller, who may not write it either. Then the
+/// binary needs no copy: an unprivileged caller without an overlay of its
+/// own has only the memfd, which a host with `vm.memfd_noexec = 2` does
+/// not let run (every rootless run failed there).
+fn unwritable_for_containers(path: &Path) -> bool {
+    !nix::unistd::geteuid().is_root()
+        && matches!(
+            nix::unistd::access(path, nix::unistd::AccessFlags::W_OK),
+            Err(nix::errno::Errno::EACCES | nix::errno::Errno::EROFS | nix::errno::Errno::EPERM)
+        )
 }
 
 const REEXEC_MARK: &str = "_SANDBOY_OVERLAY_REEXEC";
@@ -95,12 +115,16 @@ pub fn sibling(name: &str, empty_dir: &Path) -> Result<OwnedFd, String> {
             tracing::debug!(error = %e, path = %path.display(), "no overlay for the binary; copying it into a sealed memfd");
             let mut file =
                 std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            pentacle::SealOptions::new()
+            match pentacle::SealOptions::new()
                 .close_on_exec(true)
                 .executable(true)
                 .copy_and_seal(&mut file)
-                .map(OwnedFd::from)
-                .map_err(|e| format!("{}: sealed copy: {e}", path.display()))
+            {
+                Ok(sealed) => Ok(OwnedFd::from(sealed)),
+                // As for the runtime itself (see `ensure`).
+                Err(_) if unwritable_for_containers(&path) => Ok(OwnedFd::from(file)),
+                Err(e) => Err(format!("{}: sealed copy: {e}", path.display())),
+            }
         }
     }
 }
