@@ -18,13 +18,11 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use sandboy_spec_gen::annotations::WASM_LIMITS;
 use sandboy_spec_gen::policy::Policy;
-use sandboy_spec_gen::render;
-use sandboy_wasm_contract::host::{self, EXIT_REFUSED};
+use sandboy_wasm_contract::host;
 
 use super::{with_stdout_to, Job};
-use crate::error::{Failure, Result};
+use crate::error::Result;
 use crate::wasm_host::{self, Program};
 
 /// The per-user compile cache directory.
@@ -39,36 +37,12 @@ pub fn user_cache_dir() -> Option<PathBuf> {
         .map(|d| d.join("sandboy/wasm"))
 }
 
-/// The policy's wasm limits, and `prepare`'s answer for the job's
-/// component as a zero-import adapter (refused, exit 2, otherwise), through
-/// `cache`. Asked before anything runs, as the caller.
-pub fn check(
-    policy: &Policy,
-    job: &Job,
-    program: Program<'_>,
-    cache: Option<&Path>,
-) -> Result<(String, sandboy_wasm_contract::host::PrepareReport)> {
-    let limits = render::annotations(policy)
-        .get(WASM_LIMITS)
-        .cloned()
-        .unwrap_or_else(|| "{}".into());
-    let answer = match cache {
-        // A warm start asks the host only once per component and limits.
-        Some(cache) => wasm_host::memo::prepare(program, &job.component, cache, &limits, true)?,
-        None => wasm_host::prepare(program, &job.component, None, &limits, true)?,
-    };
-    let report = answer.map_err(|r| match r.code {
-        EXIT_REFUSED => Failure::usage(format!("adapt: {}", r.message)),
-        _ => Failure::runtime(format!("adapt: {}", r.message)),
-    })?;
-    Ok((limits, report))
-}
-
 /// Runs `job` confined, the SARIF to `out`; the exit status.
 pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
     let exe = wasm_host::path()?;
     let cache = user_cache_dir();
-    let (limits, report) = check(&policy, job, Program::Path(&exe), cache.as_deref())?;
+    let (limits, report) =
+        super::prepare_component(&policy, job, Program::Path(&exe), cache.as_deref())?;
     // Only a cache the host could use (it warned otherwise).
     let cache = cache.filter(|_| report.cache_file.is_some());
     let show = |p: &Path| p.display().to_string();

@@ -36,7 +36,7 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
     // A zero-import adapter, or refused before any container exists (a
     // core module once ran as a WASI program and died of a panic, exit 101).
     let exe = crate::wasm_host::path()?;
-    super::confined::check(
+    super::prepare_component(
         &policy,
         job,
         crate::wasm_host::Program::Path(&exe),

@@ -31,6 +31,8 @@ use sandboy_wasm_contract::Limits;
 
 use crate::container::Runtime;
 use crate::error::{Failure, Result};
+use crate::wasm_host;
+use sandboy_spec_gen::policy::Policy;
 
 pub use merge::run_all;
 
@@ -87,6 +89,34 @@ impl Input {
             None => [self.flag.to_string(), p.to_string()],
         }
     }
+}
+
+/// The policy's wasm limits, and `prepare`'s answer for the job's
+/// component as a zero-import adapter (refused, exit 2, otherwise), through
+/// `cache`. Asked before anything runs, as the caller; both ways of running
+/// (`container`, `confined`) start with it.
+fn prepare_component(
+    policy: &Policy,
+    job: &Job,
+    program: wasm_host::Program<'_>,
+    cache: Option<&Path>,
+) -> Result<(String, sandboy_wasm_contract::host::PrepareReport)> {
+    let limits = sandboy_spec_gen::render::annotations(policy)
+        .get(sandboy_spec_gen::annotations::WASM_LIMITS)
+        .cloned()
+        .unwrap_or_else(|| "{}".into());
+    let answer = match cache {
+        // A warm start asks the host only once per component and limits.
+        Some(cache) => wasm_host::memo::prepare(program, &job.component, cache, &limits, true)?,
+        None => wasm_host::prepare(program, &job.component, None, &limits, true)?,
+    };
+    let report = answer.map_err(|r| match r.code {
+        sandboy_wasm_contract::host::EXIT_REFUSED => {
+            Failure::usage(format!("adapt: {}", r.message))
+        }
+        _ => Failure::runtime(format!("adapt: {}", r.message)),
+    })?;
+    Ok((limits, report))
 }
 
 /// `sandboy adapt --tool T …`: the exit status (the container's).

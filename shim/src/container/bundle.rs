@@ -138,6 +138,18 @@ fn check(
         .transpose()
 }
 
+/// Whether the spec makes a new pid namespace (not joined by path).
+pub fn own_pid_namespace(spec: &oci_spec::runtime::Spec) -> bool {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .is_some_and(|ns| {
+            ns.iter().any(|n| {
+                n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid && n.path().is_none()
+            })
+        })
+}
+
 /// `dev.sandboy.timeout`, parsed (at create to refuse a bad one, and again
 /// by whichever command starts the watcher, from the saved state).
 pub fn timeout(map: &std::collections::HashMap<String, String>) -> Result<Option<Span>> {

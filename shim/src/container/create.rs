@@ -201,7 +201,9 @@ impl Runtime {
                 let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
                 let supervised = confined
                     .and_then(|()| self.supervise(&container, &bundle, detach, learn))
-                    .and_then(|()| write_pid_file(opts.pid_file.as_deref(), container.pid()));
+                    .and_then(|()| {
+                        super::write_pid_file(opts.pid_file.as_deref(), container.pid())
+                    });
                 if let Err(e) = supervised {
                     let _ = container.delete(true);
                     self.remove_leftovers(id);
@@ -405,7 +407,7 @@ impl Runtime {
             state_dir,
             keep_stderr: !detach,
             init,
-            shares_pids: !super::sysctl::own_pid_namespace(&bundle.spec),
+            shares_pids: !super::bundle::own_pid_namespace(&bundle.spec),
         };
         supervisor::spawn(
             target,
@@ -425,22 +427,6 @@ impl Runtime {
     }
 }
 
-/// The payload's file in the rootfs on the host, symlinks resolved, when it
-/// is a plain file that stays inside the rootfs.
-/// `--pid-file`, written by the runtime rather than libcontainer (which
-/// writes through a symlink at that name): a temporary file renamed into
-/// place, as runc does.
-pub(super) fn write_pid_file(
-    path: Option<&std::path::Path>,
-    pid: Option<nix::unistd::Pid>,
-) -> Result<()> {
-    let (Some(path), Some(pid)) = (path, pid) else {
-        return Ok(());
-    };
-    crate::host::output::replace(path, pid.as_raw().to_string().as_bytes(), 0o644)
-        .map_err(|e| Failure::runtime(format!("--pid-file {}: {e}", path.display())))
-}
-
 /// Whether the payload's path in the rootfs is there but no regular file
 /// (a FIFO at `/app.wasm` once hung the container's start past every
 /// deadline: the host's open blocked).
@@ -451,6 +437,8 @@ fn payload_not_a_file(bundle: &Bundle, args0: &str) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() && !m.file_type().is_symlink())
 }
 
+/// The payload's file in the rootfs on the host, symlinks resolved, when it
+/// is a plain file that stays inside the rootfs.
 fn payload_in_rootfs(bundle: &Bundle, args0: &str) -> Option<PathBuf> {
     let rootfs = fs::canonicalize(bundle.rootfs()).ok()?;
     let host = fs::canonicalize(rootfs.join(args0.trim_start_matches('/'))).ok()?;

@@ -134,7 +134,7 @@ impl Runtime {
             .build();
         remove_stale_sockets(&self.dir(id), &before);
         let pid = built?;
-        super::create::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;
+        super::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;
         if logged {
             // Before the wait: see `denials::Members`.
             let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw());

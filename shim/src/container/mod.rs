@@ -260,6 +260,20 @@ pub fn validate_id(id: &str) -> Result<()> {
         .map_err(|e| Failure::usage(format!("invalid container id {id:?}: {e}")))
 }
 
+/// `--pid-file`, written by the runtime rather than libcontainer (which
+/// writes through a symlink at that name): a temporary file renamed into
+/// place, as runc does.
+pub(crate) fn write_pid_file(
+    path: Option<&std::path::Path>,
+    pid: Option<nix::unistd::Pid>,
+) -> Result<()> {
+    let (Some(path), Some(pid)) = (path, pid) else {
+        return Ok(());
+    };
+    crate::host::output::replace(path, pid.as_raw().to_string().as_bytes(), 0o644)
+        .map_err(|e| Failure::runtime(format!("--pid-file {}: {e}", path.display())))
+}
+
 /// runc's wording when an operation needs a running container.
 pub fn require(c: &Container, ok: bool, what: &str) -> Result<()> {
     if ok {

@@ -81,18 +81,6 @@ fn in_host_pid_namespace(spec: &Spec) -> bool {
     }
 }
 
-/// Whether the spec makes a new pid namespace (not joined by path).
-pub fn own_pid_namespace(spec: &Spec) -> bool {
-    spec.linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter().any(|n| {
-                n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid && n.path().is_none()
-            })
-        })
-}
-
 /// The spec without the key (what libcontainer is given).
 pub fn strip(spec: &mut Spec) {
     if let Some(mut linux) = spec.linux().clone() {
