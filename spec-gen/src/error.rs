@@ -167,6 +167,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An input that is not a regular file, or too large (exit 2).
+    #[error("{}: error: cannot {action}: {what} hint: {hint}", path.display())]
+    Input {
+        action: &'static str,
+        path: PathBuf,
+        what: String,
+        hint: &'static str,
+    },
     /// The policy is invalid; one or more located diagnostics (exit 2).
     #[error("{}", render_all(.0))]
     Policy(Vec<Diagnostic>),
@@ -193,11 +201,30 @@ fn render_all(diags: &[Diagnostic]) -> String {
 }
 
 impl Error {
+    /// The error of reading input `path` for `action`: an I/O failure
+    /// (exit 1), or an input that is no regular file or too large (exit 2).
+    pub fn read(action: &'static str, path: &std::path::Path, e: crate::input::ReadError) -> Self {
+        use crate::input::ReadError;
+        match e {
+            ReadError::Io(source) => Error::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            },
+            other => Error::Input {
+                action,
+                path: path.to_path_buf(),
+                what: other.to_string(),
+                hint: "name the file itself",
+            },
+        }
+    }
+
     /// Process exit status for this error (SPEC §3).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Io { .. } => 1,
-            Error::Policy(_) | Error::Base { .. } | Error::Spec(_) => 2,
+            Error::Policy(_) | Error::Base { .. } | Error::Spec(_) | Error::Input { .. } => 2,
         }
     }
 

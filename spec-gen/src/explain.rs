@@ -94,6 +94,7 @@ fn process(o: &mut String, p: &Policy) {
         "  {who}, in {}, without gaining privileges (no_new_privileges)",
         p.cwd
     );
+    let _ = writeln!(o, "  {}", crate::userns::explain(p));
     if p.is_wasm() {
         let _ = writeln!(o, "  as a WebAssembly program (OCI-wasm mode)");
     }

@@ -12,6 +12,7 @@ pub mod annotations;
 pub mod error;
 pub mod explain;
 pub mod guards;
+pub mod input;
 pub mod onto;
 pub mod policy;
 pub mod printable;
@@ -20,6 +21,7 @@ pub mod rootless;
 pub mod suggest;
 pub mod syscalls;
 pub mod units;
+pub mod userns;
 
 pub use error::{closest, Diagnostic, Error, Location};
 pub use policy::Policy;

@@ -73,11 +73,8 @@ pub struct RenderOptions {
 
 /// Load a `--base` config.json.
 pub fn load_base(path: &Path) -> Result<Spec, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        action: "read base config",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = crate::input::read_text(path, crate::input::TEXT_MAX)
+        .map_err(|e| Error::read("read base config", path, e))?;
     serde_json::from_str(&text).map_err(|e| Error::Base {
         path: path.to_path_buf(),
         line: e.line(),
@@ -730,7 +727,15 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
 }
 
 /// Policy file → canonical config.json text, in one call (what `generate`
-/// and the benchmark do).
+/// and the benchmark do): the rendered spec with its default user
+/// namespace ([`crate::userns`]); when it keeps host ids, a warning says
+/// why, since container root is then host root.
 pub fn generate(policy: &Policy, opts: &RenderOptions) -> Result<String, Error> {
-    to_json(&render(policy, opts)?)
+    let mut spec = render(policy, opts)?;
+    if let Some(why) = crate::userns::apply(policy, &mut spec)? {
+        tracing::warn!(
+            "container root is host root (no user namespace): {why}; set [process] userns = true to map it anyway"
+        );
+    }
+    to_json(&spec)
 }

@@ -91,10 +91,11 @@ pub fn apply(spec: &mut Spec, uid: u32, gid: u32, keep_netns: bool) -> Result<()
     Ok(())
 }
 
-/// One mount as an ordinary user can make it: sysfs becomes a read-only
-/// bind of the host's /sys, and `uid=`/`gid=` options other than 0 (the
-/// only ids mapped) are dropped.
-fn rootless_mount(mut m: Mount) -> Mount {
+/// A sysfs mount as a user namespace without its own network namespace
+/// can have it: a read-only bind of the host's /sys (mounting a fresh one
+/// needs the network namespace's owner). Other mounts are returned as they
+/// are.
+pub fn sysfs_bind(mut m: Mount) -> Mount {
     if m.typ().as_deref() == Some("sysfs") {
         m.set_typ(Some("none".to_string()));
         m.set_source(Some(PathBuf::from("/sys")));
@@ -103,8 +104,18 @@ fn rootless_mount(mut m: Mount) -> Mount {
                 .map(String::from)
                 .to_vec(),
         ));
-        return m;
     }
+    m
+}
+
+/// One mount as an ordinary user can make it: sysfs becomes a read-only
+/// bind of the host's /sys, and `uid=`/`gid=` options other than 0 (the
+/// only ids mapped) are dropped.
+fn rootless_mount(m: Mount) -> Mount {
+    if m.typ().as_deref() == Some("sysfs") {
+        return sysfs_bind(m);
+    }
+    let mut m = m;
     if let Some(opts) = m.options().clone() {
         let mapped = |o: &String| {
             o.strip_prefix("uid=")

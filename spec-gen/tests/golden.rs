@@ -114,7 +114,27 @@ fn generated_configs_are_sound() {
             .iter()
             .map(|n| n.typ())
             .collect();
-        assert!(!ns.contains(&LinuxNamespaceType::User), "{what}");
+        // Container root is not host root: ids 0-65535 are an unused host
+        // range (issue 14); gate-step's checkout is a writable host bind,
+        // whose host-owned files a mapped root could not write.
+        let host_ids = path.ends_with("gate-step.toml");
+        assert_eq!(ns.contains(&LinuxNamespaceType::User), !host_ids, "{what}");
+        let mapped = linux.uid_mappings().as_deref().unwrap_or_default();
+        let want: &[(u32, u32, u32)] = if host_ids {
+            &[]
+        } else {
+            &[(
+                0,
+                sandboy_spec_gen::userns::HOST_BASE,
+                sandboy_spec_gen::userns::SIZE,
+            )]
+        };
+        let got: Vec<(u32, u32, u32)> = mapped
+            .iter()
+            .map(|m| (m.container_id(), m.host_id(), m.size()))
+            .collect();
+        assert_eq!(got, want, "{what}");
+        assert_eq!(linux.gid_mappings(), linux.uid_mappings(), "{what}");
         for t in [
             LinuxNamespaceType::Pid,
             LinuxNamespaceType::Mount,

@@ -85,7 +85,9 @@ impl Confined {
         let path = host.path().join("p.toml");
         fs::write(
             &path,
-            format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
+            // Host ids: the rootfs is made writable below, and its files
+            // are the host's, which a mapped root could not write.
+            format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\nuserns = false\n"),
         )
         .unwrap();
         bundle.generate(&path);

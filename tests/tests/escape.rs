@@ -128,6 +128,12 @@ impl Sandbox {
 
     /// The bundle exactly as spec-gen generated it from `policy`.
     fn generated(policy: &str) -> Self {
+        Self::generated_with(policy, "")
+    }
+
+    /// [`Sandbox::generated`] with `process` (TOML lines) added to the
+    /// `[process]` table the helper writes.
+    fn generated_with(policy: &str, process: &str) -> Self {
         let host = TempDir::new("escape-policy");
         let outside = host.path().join("outside");
         let work = host.path().join("work");
@@ -160,7 +166,7 @@ impl Sandbox {
         let policy_path = host.path().join("owen.policy.toml");
         fs::write(
             &policy_path,
-            format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n"),
+            format!("{policy}\n[process]\nargs = [\"/bin/true\"]\ncwd = \"/\"\n{process}"),
         )
         .unwrap();
         bundle.generate(&policy_path);
@@ -1656,4 +1662,76 @@ fn sigsys_kills_and_refused_execs_are_warn_events_with_the_id() {
         (Some(126), false, true)
     );
     assert_eq!(run(&["/bin/true"]), (Some(0), false, false));
+}
+
+// ---------------------------------------------------------------------------
+// Container root is not host root (issue 14)
+
+/// A policy binding the host's `outside/` read-only at /outside.
+const USERNS_POLICY: &str = r#"
+version = 1
+name = "escape-userns"
+[fs]
+read = ["/etc", "/proc", "/outside"]
+exec = ["/bin"]
+write = ["/tmp"]
+[[mount]]
+source = "./outside"
+destination = "/outside"
+options = ["rbind", "ro"]
+[net]
+namespace = "none"
+"#;
+
+/// Make `outside/root-only` (mode 0600, host root's) in `s`'s host dir.
+fn root_only_file(s: &Sandbox) {
+    use std::os::unix::fs::PermissionsExt;
+    let private = s.outside().join("root-only");
+    fs::write(&private, "host root only\n").unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+#[test]
+fn generated_bundle_runs_container_root_as_an_unused_host_id() {
+    let t = "generated_bundle_runs_container_root_as_an_unused_host_id";
+    if !ready(t) {
+        return;
+    }
+    // A host file only host root may read, in a directory bound into both.
+    let mapped = Sandbox::generated(USERNS_POLICY);
+    root_only_file(&mapped);
+
+    // Inside, the process is uid 0 of a user namespace whose ids are host
+    // ids 1879048192.. (nobody's): the host's root-only file is refused by
+    // its owner, a world-readable one next to it is read.
+    let o = mapped.sh("cat /proc/self/uid_map /proc/self/gid_map; id -u");
+    assert_exit(&o, 0);
+    let maps: Vec<Vec<String>> = text(&o.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(
+        maps,
+        [
+            vec!["0", "1879048192", "65536"],
+            vec!["0", "1879048192", "65536"],
+            vec!["0"],
+        ]
+    );
+    mapped.expect(&["read", "/outside/root-only"], "errno=EACCES");
+    mapped.expect(&["read", "/outside/target"], "ok");
+
+    // On the host the container's process is that unused id, not root.
+    let id = unique_id("esc-userns");
+    let _c = mapped.sleeper(&id);
+    let pid = mapped.rt.state(&id)["pid"].as_i64().unwrap();
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    assert_eq!(uid.split_whitespace().nth(1), Some("1879048192"), "{uid}");
+
+    // The allowed counterpart: with `userns = false` the same container
+    // is host root, and reads the root-only file.
+    let host_ids = Sandbox::generated_with(USERNS_POLICY, "userns = false\n");
+    root_only_file(&host_ids);
+    host_ids.expect(&["read", "/outside/root-only"], "ok");
 }

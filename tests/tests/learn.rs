@@ -211,7 +211,9 @@ default_deny = true
 "#;
 
 fn process(script: &str) -> String {
-    format!("[process]\nargs = [\"/bin/sh\", \"-c\", {script:?}]\ncwd = \"/\"\n")
+    // Host ids: `bundle_from` makes the rootfs writable, and its files are
+    // the host's, which a mapped root could not write.
+    format!("[process]\nargs = [\"/bin/sh\", \"-c\", {script:?}]\ncwd = \"/\"\nuserns = false\n")
 }
 
 /// A busybox bundle rendered from `policy` with a writable rootfs, holding

@@ -16,7 +16,7 @@ const BUILT_IN: &str = include_str!("../../../policies/ownaudit-adapter.toml");
 pub fn load(file: Option<&Path>) -> Result<Policy> {
     let (src, name) = match file {
         Some(f) => (
-            std::fs::read_to_string(f)
+            sandboy_spec_gen::input::read_text(f, sandboy_spec_gen::input::TEXT_MAX)
                 .map_err(|e| Failure::usage(format!("adapt: --policy {}: {e}", f.display())))?,
             f.display().to_string(),
         ),

@@ -2,6 +2,13 @@
 
 use std::path::PathBuf;
 
+/// `--preserve-fds`: never negative, and no more fds than a process may
+/// hold (libcontainer's init adds 3 to it unchecked and panicked on
+/// `i32::MAX`).
+fn preserve_fds() -> clap::builder::RangedI64ValueParser<i32> {
+    clap::builder::RangedI64ValueParser::new().range(0..=1_048_576)
+}
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
@@ -267,8 +274,9 @@ pub struct CreateOpts {
     /// Do not create a new session keyring.
     #[arg(long)]
     pub no_new_keyring: bool,
-    /// Pass N additional fds (3..3+N) to the container.
-    #[arg(long, default_value_t = 0)]
+    /// Pass N additional fds (3..3+N) to the container (0 to 1048576, the
+    /// kernel's default fs.nr_open: no process can hold more).
+    #[arg(long, default_value_t = 0, value_parser = preserve_fds())]
     pub preserve_fds: i32,
 }
 
@@ -377,7 +385,8 @@ pub struct Exec {
     pub cap: Vec<String>,
     #[arg(long)]
     pub no_new_privs: bool,
-    #[arg(long, default_value_t = 0)]
+    /// Pass N additional fds (3..3+N) to the process (0 to 1048576).
+    #[arg(long, default_value_t = 0, value_parser = preserve_fds())]
     pub preserve_fds: i32,
     #[arg(long)]
     pub apparmor: Option<String>,

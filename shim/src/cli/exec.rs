@@ -14,7 +14,7 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         ));
     }
     if let Some(p) = &args.process {
-        let text = std::fs::read(p)
+        let text = sandboy_spec_gen::input::read_bytes(p, sandboy_spec_gen::input::TEXT_MAX, 0)
             .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
         serde_json::from_slice::<oci_spec::runtime::Process>(&text).map_err(|e| {
             Failure::config(format!(

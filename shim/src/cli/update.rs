@@ -32,7 +32,7 @@ fn read_resources(path: &std::path::Path) -> Result<LinuxResources> {
     if path.as_os_str() == "-" {
         std::io::stdin().read_to_end(&mut text)?;
     } else {
-        text = std::fs::read(path)
+        text = sandboy_spec_gen::input::read_bytes(path, sandboy_spec_gen::input::TEXT_MAX, 0)
             .map_err(|e| Failure::config(format!("--resources {}: {e}", path.display())))?;
     }
     serde_json::from_slice(&text).map_err(|e| {

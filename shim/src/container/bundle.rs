@@ -33,7 +33,12 @@ impl Bundle {
             ))
         })?;
         let path = dir.join("config.json");
-        let text = fs::read(&path).map_err(|e| {
+        let text = sandboy_spec_gen::input::read_bytes(
+            &path,
+            sandboy_spec_gen::input::TEXT_MAX,
+            0,
+        )
+        .map_err(|e| {
             Failure::config(format!(
                 "{}: {e}; a bundle needs a config.json (create one with `sandboy spec` or `sandboy-spec-gen generate`)",
                 path.display()

@@ -37,7 +37,7 @@
 //! (`rootfs_hook`, which says why): a bind mount at `/dev`, and a
 //! missing `process.cwd` below a mount.
 //!
-//! And two done on the rootfs itself before the build ([`prepare_rootfs`]),
+//! And three done on the rootfs itself before the build ([`prepare_rootfs`]),
 //! both resolved inside the rootfs and skipped when a mount covers the path
 //! (what runc then makes lands on that mount, after it is mounted; for the
 //! cwd, the hook makes it there):
@@ -50,6 +50,13 @@
 //!   the host's node there; libcontainer still refuses). As under runc,
 //!   opening one still needs a device rule: nothing about device access
 //!   changes.
+//! * with a user namespace, the mount points missing from the rootfs
+//!   (directories, or empty files for binds of files), when root creates
+//!   the container: libcontainer makes them from inside the namespace,
+//!   where the mapped root cannot write the host-owned rootfs (EACCES,
+//!   "create next directory component failed"); runc as root makes them
+//!   too. A point on an earlier mount (a tmpfs the mapped root owns) is
+//!   left to libcontainer.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -289,12 +296,64 @@ pub fn prepare_rootfs(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
     if !super::rootfs_hook::covered_by_mount(spec, &resolved) {
         mkdir_all_in(rootfs, &resolved).map_err(err)?;
     }
+    mount_points(spec, rootfs, at)?;
     for (dev, resolved) in rootfs_devices(spec, rootfs) {
         make_device(rootfs, &dev, &resolved).map_err(|e| {
             Failure::runtime(format!(
                 "{}: linux.devices {}: cannot make it in the rootfs: {e}",
                 at.display(),
                 dev.path().display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The missing mount points of a user-namespaced container made by root
+/// (module doc), each resolved inside the rootfs.
+fn mount_points(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
+    let new_userns = spec
+        .linux()
+        .iter()
+        .flat_map(|l| l.namespaces().iter().flatten())
+        .any(|n| n.typ() == LinuxNamespaceType::User && n.path().is_none());
+    if !new_userns || !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let mounts = spec.mounts().as_deref().unwrap_or_default();
+    for (i, m) in mounts.iter().enumerate() {
+        let earlier = &mounts[..i];
+        let Ok(resolved) = super::mounts::resolve(rootfs, m.destination()) else {
+            continue; // refused with its message by mounts::check
+        };
+        let on_earlier = earlier.iter().any(|e| {
+            let d = super::mounts::normalize(e.destination());
+            d != Path::new("/") && resolved.starts_with(&d)
+        });
+        if on_earlier || resolved == Path::new("/") {
+            continue;
+        }
+        let file_source = m
+            .source()
+            .as_deref()
+            .filter(|_| {
+                m.typ().as_deref() == Some("bind")
+                    || m.options()
+                        .iter()
+                        .flatten()
+                        .any(|o| o == "bind" || o == "rbind")
+            })
+            .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
+        let made = if file_source {
+            file_in(rootfs, &resolved).map(drop)
+        } else {
+            mkdir_all_in(rootfs, &resolved).map(drop)
+        };
+        made.map_err(|e| {
+            Failure::runtime(format!(
+                "{}: mounts[{i}].destination {}: cannot make the mount point in the rootfs: {e}",
+                at.display(),
+                m.destination().display()
             ))
         })?;
     }

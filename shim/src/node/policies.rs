@@ -2,8 +2,7 @@
 //! when root (or the runtime's own user) owns it and nobody else may write
 //! it, because a policy decides what a container may do on the node.
 
-use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sandboy_spec_gen::Policy;
@@ -132,15 +131,11 @@ pub fn list(dir: &Path) -> Result<Vec<String>> {
 
 /// Read a file without following a symlink planted after the checks.
 fn read_nofollow(path: &Path) -> Result<String> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+    use sandboy_spec_gen::input;
+    let bytes = input::read_bytes(path, input::TEXT_MAX, libc::O_NOFOLLOW)
         .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-    let mut text = String::new();
-    f.read_to_string(&mut text)
-        .map_err(|e| Failure::config(format!("{}: {e}", path.display())))?;
-    Ok(text)
+    String::from_utf8(bytes)
+        .map_err(|e| Failure::config(format!("{}: not UTF-8 text: {e}", path.display())))
 }
 
 #[cfg(test)]

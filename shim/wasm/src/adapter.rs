@@ -7,6 +7,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store};
@@ -239,6 +240,14 @@ pub fn check_sarif(bytes: &[u8], limits: &Limits, prov: &Provenance) -> Result<V
             max: limits.max_results,
         });
     }
+    // Each run gets its provenance stamp (~150 bytes): without a cap, a
+    // log of 500,000 empty runs (1.5 MB) became 77 MB and 1.2 GB of RSS.
+    if runs.len() > MAX_RUNS {
+        return Err(WasmError::NotSarif(format!(
+            "{} runs: at most {MAX_RUNS} are accepted (one per tool and invocation)",
+            runs.len()
+        )));
+    }
     let stamp = json!({
         "component_sha256": prov.component_sha256,
         "tool": prov.tool,
@@ -256,8 +265,17 @@ pub fn check_sarif(bytes: &[u8], limits: &Limits, prov: &Provenance) -> Result<V
     }
     obj.insert("version".into(), Value::String("2.1.0".into()));
     obj.insert("$schema".into(), Value::String(SARIF_SCHEMA.into()));
+    // The schema's shapes, checked by the typed SARIF 2.1.0 model: every
+    // run has a tool with a driver, every result is an object with a
+    // message, and so on (a component's `{"runs":[{"results":[1]}]}` was
+    // stamped and handed on as validated SARIF).
+    serde_sarif::sarif::Sarif::deserialize(&doc)
+        .map_err(|e| WasmError::NotSarif(format!("not SARIF 2.1.0: {e}")))?;
     Ok(doc)
 }
+
+/// The most runs one log may hold.
+pub const MAX_RUNS: usize = 1000;
 
 /// Refuses a component with any import; returns the import names otherwise
 /// an empty list. Call before instantiating.
@@ -421,7 +439,7 @@ mod tests {
     fn sarif_checks() {
         let l = Limits::default();
         let v = check_sarif(
-            br#"{"version":"2.1.1","runs":[{"results":[]}]}"#,
+            br#"{"version":"2.1.1","runs":[{"tool":{"driver":{"name":"t"}},"results":[]}]}"#,
             &l,
             &prov(),
         )
@@ -440,11 +458,28 @@ mod tests {
             max_results: 1,
             ..l
         };
-        let two = br#"{"version":"2.1.0","runs":[{"results":[{},{}]}]}"#;
+        let two = br#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t"}},"results":[{"message":{"text":"a"}},{"message":{"text":"b"}}]}]}"#;
         assert!(matches!(
             check_sarif(two, &small, &prov()),
             Err(WasmError::TooManyResults { count: 2, max: 1 })
         ));
+        // Shapes the schema forbids, each refused: results that are not
+        // objects, a run without its tool, a tool that is not an object.
+        for bad in [
+            &br#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t"}},"results":[1]}]}"#[..],
+            br#"{"version":"2.1.0","runs":[{"results":[]}]}"#,
+            br#"{"version":"2.1.0","runs":[{"tool":7}]}"#,
+            br#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t"}},"results":[{}]}]}"#,
+        ] {
+            let e = check_sarif(bad, &l, &prov()).unwrap_err();
+            assert!(e.to_string().contains("not SARIF 2.1.0"), "{e}");
+        }
+        let many = format!(
+            r#"{{"version":"2.1.0","runs":[{}]}}"#,
+            vec![r#"{"tool":{"driver":{"name":"t"}}}"#; MAX_RUNS + 1].join(",")
+        );
+        let e = check_sarif(many.as_bytes(), &l, &prov()).unwrap_err();
+        assert!(e.to_string().contains("at most 1000"), "{e}");
         let tiny = Limits {
             max_output: 10,
             ..l

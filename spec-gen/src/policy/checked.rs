@@ -140,6 +140,10 @@ pub struct Policy {
     /// Whether `[process] user` was written: `sandboy wrap` as root runs a
     /// step without one as an unprivileged identity, never as host root.
     pub user_set: bool,
+    /// `[process] userns`: `Some(true)` maps container root into a user
+    /// namespace, `Some(false)` keeps host ids, `None` lets `generate`
+    /// decide (`crate::userns::choose`).
+    pub userns: Option<bool>,
     pub memory: Option<ByteSize>,
     pub pids: Option<i64>,
     pub cpus: Option<f64>,

@@ -123,15 +123,41 @@ pub const NEVER_DENY: &[&str] = &[
 /// `PATH` used when `[process] env` sets none (runc's default).
 pub const DEFAULT_PATH: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// Whether `path` goes through a magic link of /proc (`/proc/PID/root`,
+/// `cwd`, `exe`, `fd/N`, `map_files/…`, `ns/…`, their `task/TID/`
+/// forms, `/dev/fd/N`), which the kernel follows to a file chosen by the
+/// process: Landlock's rule would land on `/` for `/proc/self/root`, so
+/// such a path reads as narrow and grants anything. Never written by a
+/// report (they carry resolved paths), refused in policies and suggestions.
+pub fn through_magic_link(path: &str) -> bool {
+    let c: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let pid = |x: &str| {
+        x == "self"
+            || x == "thread-self"
+            || (!x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let link = |rest: &[&str]| match rest {
+        ["root" | "cwd" | "exe", ..] => true,
+        ["fd" | "map_files" | "ns", _, ..] => true,
+        _ => false,
+    };
+    match c.as_slice() {
+        ["proc", p, "task", t, rest @ ..] if pid(p) && pid(t) => link(rest),
+        ["proc", p, rest @ ..] if pid(p) => link(rest),
+        ["dev", "fd", _, ..] => true,
+        _ => false,
+    }
+}
+
 impl Policy {
     /// Read and validate a policy file. Relative mount sources resolve
     /// against the file's directory.
     pub fn load(path: &Path) -> Result<Policy, Error> {
-        let src = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            action: "read policy",
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let src = crate::input::read_text(path, crate::input::TEXT_MAX)
+            .map_err(|e| Error::read("read policy", path, e))?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),

@@ -169,6 +169,10 @@ pub struct ProcessTable {
     /// host root only for an explicit `"0:0"`).
     #[schemars(regex(pattern = r"^[0-9]+:[0-9]+$"))]
     pub user: Option<String>,
+    /// `generate`: run container root as an unprivileged host id in a user
+    /// namespace (default: yes unless the bundle writes host files, see
+    /// docs/policy.md).
+    pub userns: Option<bool>,
 }
 
 /// `[limits]`.

@@ -35,11 +35,8 @@ pub struct Suggestion {
 /// `reports`.
 pub fn suggest(policy_path: &Path, reports: &[&Path], opts: &Options) -> Result<Suggestion, Error> {
     let policy = Policy::load(policy_path)?;
-    let src = std::fs::read_to_string(policy_path).map_err(|source| Error::Io {
-        action: "read",
-        path: policy_path.to_path_buf(),
-        source,
-    })?;
+    let src = crate::input::read_text(policy_path, crate::input::TEXT_MAX)
+        .map_err(|e| Error::read("read", policy_path, e))?;
     let mut refused = Vec::new();
     for r in reports {
         refused.extend(report::load(r)?);

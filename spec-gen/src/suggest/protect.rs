@@ -36,7 +36,8 @@ const PROTECTED_NAMES: &[&str] = &[
 /// policy granted `write = ["/home/u"]`, `~/.ssh` with it, because a step
 /// created a dotfile there).
 pub fn protected(path: &str, hidden: &[String]) -> bool {
-    PROTECTED.iter().any(|p| glob_match(p, path))
+    crate::policy::through_magic_link(path)
+        || PROTECTED.iter().any(|p| glob_match(p, path))
         || path.split('/').any(|c| PROTECTED_NAMES.contains(&c))
         || hidden.iter().any(|h| under(path, h) || under(h, path))
         || path != "/"
@@ -184,6 +185,11 @@ mod tests {
             "/etc",
             "/run",
             "/data",
+            // Magic links: these are "/", every home, a process's cwd.
+            "/proc/self/root",
+            "/proc/thread-self/root/home",
+            "/proc/1/task/1/cwd",
+            "/dev/fd/3",
         ] {
             assert!(protected(p, &["/data/secret".into()]), "{p}");
         }

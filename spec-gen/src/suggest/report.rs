@@ -21,11 +21,8 @@ pub struct Refused {
 
 /// Read and parse `path`.
 pub fn load(path: &Path) -> Result<Vec<Refused>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        action: "read the denial report",
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = crate::input::read_text(path, crate::input::REPORT_MAX)
+        .map_err(|e| Error::read("read the denial report", path, e))?;
     parse(&text, &path.display().to_string())
 }
 

@@ -58,7 +58,8 @@ pub struct Origin {
 pub fn base_text(base: Option<&Path>) -> Result<Option<String>> {
     base.map(|b| {
         sandboy_spec_gen::Policy::load(b).map_err(|e| Failure::config(e.to_string()))?;
-        std::fs::read_to_string(b).map_err(|e| Failure::runtime(format!("{}: {e}", b.display())))
+        sandboy_spec_gen::input::read_text(b, sandboy_spec_gen::input::TEXT_MAX)
+            .map_err(|e| Failure::config(format!("{}: {e}", b.display())))
     })
     .transpose()
 }

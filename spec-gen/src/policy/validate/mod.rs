@@ -45,6 +45,7 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
     let cwd = process::cwd(&mut process_table, d);
     let env = process::env(&mut process_table, d);
     let (uid, gid, user_set) = process::user(&mut process_table, d);
+    let userns = process::userns(&mut process_table, d, (uid, gid), net.egress.is_active());
     process_table.finish(d);
     let mut limits_table = root.section(d, "limits");
     let wasm = limits::wasm(root.table(d, "wasm"), d);
@@ -79,6 +80,7 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
         uid,
         gid,
         user_set,
+        userns,
         memory: size(&mut limits_table, d, "memory"),
         pids: limits::pids(&mut limits_table, d),
         cpus: limits::cpus(&mut limits_table, d),

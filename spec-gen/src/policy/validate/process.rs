@@ -26,6 +26,38 @@ pub(super) fn user(t: &mut Table, d: &mut Diags) -> (u32, u32, bool) {
     (uid, gid, user_set)
 }
 
+/// `userns`: whether `generate` maps container root into a user namespace
+/// (absent: where the bundle allows it, see `crate::userns`). `true` with
+/// ids outside the mapped range is refused here, where its span is known.
+pub(super) fn userns(
+    t: &mut Table,
+    d: &mut Diags,
+    (uid, gid): (u32, u32),
+    egress: bool,
+) -> Option<bool> {
+    let v = t.bool(d, "userns")?;
+    let size = crate::userns::SIZE;
+    if *v.get_ref() && egress {
+        d.error(
+            v.span(),
+            "process.userns",
+            "the egress gateway ([net] allow) binds its resolver files from the runtime's private state directory, which a mapped root cannot reach",
+            "drop userns = true (the container keeps host ids), or the [net] allow rules",
+        );
+    }
+    if *v.get_ref() && (uid >= size || gid >= size) {
+        d.error(
+            v.span(),
+            "process.userns",
+            format!(
+                "the process runs as {uid}:{gid}, outside the {size} ids a user namespace maps"
+            ),
+            "choose a [process] user below 65536, or set userns = false to run with host ids",
+        );
+    }
+    Some(*v.get_ref())
+}
+
 pub(super) fn args(t: &mut Table, d: &mut Diags) -> Vec<String> {
     let Some(list) = t.strs(d, "args") else {
         return Vec::new();

@@ -214,7 +214,8 @@ pub(crate) fn absolute(d: &mut Diags, p: &Spanned<&str>, key: &str) -> Option<St
     clean(d, p, key).then(|| normalize(s))
 }
 
-/// No `..` components or NUL bytes (true), or reported (false).
+/// No `..` components, NUL bytes or /proc magic links (true), or
+/// reported (false).
 pub(crate) fn clean(d: &mut Diags, p: &Spanned<&str>, key: &str) -> bool {
     let s = *p.get_ref();
     if s.split('/').any(|c| c == "..") || s.contains('\0') {
@@ -223,6 +224,15 @@ pub(crate) fn clean(d: &mut Diags, p: &Spanned<&str>, key: &str) -> bool {
             key,
             format!("path \"{s}\" contains \"..\" or a NUL byte"),
             "write the path without \"..\" components",
+        );
+        return false;
+    }
+    if crate::policy::through_magic_link(s) {
+        d.error(
+            p.span(),
+            key,
+            format!("path \"{s}\" goes through a /proc magic link, which stands for another file (/proc/self/root is \"/\", /proc/self/cwd the working directory)"),
+            "write the path it stands for",
         );
         return false;
     }
