@@ -4,6 +4,33 @@
 
 use std::collections::BTreeMap;
 
+use crate::Policy;
+
+/// What of `policy` its annotations cannot carry to an engine's container
+/// (the engine's spec decides them): one line each.
+pub fn not_carried(policy: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    if !policy.hide.is_empty() {
+        out.push(format!("[fs] hide ({})", policy.hide.join(", ")));
+    }
+    if !policy.mounts.is_empty() {
+        out.push("[[mount]]".to_string());
+    }
+    for (key, set) in [
+        ("[limits] memory", policy.memory.is_some()),
+        ("[limits] pids", policy.pids.is_some()),
+        ("[limits] cpus", policy.cpus.is_some()),
+        ("[limits] nofile", policy.nofile.is_some()),
+        ("[limits] disk", policy.disk.is_some()),
+        ("[process] user", policy.user_set),
+    ] {
+        if set {
+            out.push(key.to_string());
+        }
+    }
+    out
+}
+
 /// `--annotation` arguments, one per line, ready for a shell: each
 /// `key=value` CSV-quoted when podman would split it, then single-quoted.
 pub fn podman(annotations: &BTreeMap<String, String>) -> String {

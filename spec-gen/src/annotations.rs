@@ -20,6 +20,10 @@ pub const POLICY_SHA256: &str = "dev.sandboy.policy.sha256";
 /// JSON of `[net] allow/deny/allow_cidr` and the proxy port: the egress
 /// gateway's rules (see docs/egress.md).
 pub const EGRESS: &str = "dev.sandboy.egress";
+/// JSON of the policy's seccomp profile (its deny list and guards), which
+/// `annotate` prints for engines that fill `linux.seccomp` with their own
+/// profile: the runtime installs it as a second filter after theirs.
+pub const SECCOMP: &str = "dev.sandboy.seccomp";
 /// `wasm` selects OCI-wasm mode (crun's convention).
 pub const OCI_HANDLER: &str = "run.oci.handler";
 /// `compat` / `compat-smart` select OCI-wasm mode (the wasm OCI image variant).
@@ -33,6 +37,7 @@ pub const ALL: &[&str] = &[
     POLICY,
     POLICY_SHA256,
     EGRESS,
+    SECCOMP,
     OCI_HANDLER,
     WASM_VARIANT,
 ];

@@ -14,6 +14,7 @@ pub mod explain;
 pub mod guards;
 pub mod input;
 pub mod onto;
+pub mod output;
 pub mod policy;
 pub mod printable;
 pub mod render;
@@ -61,7 +62,7 @@ pub fn write_ignore_files(
     let mut written = Vec::new();
     for name in IGNORE_FILES {
         let path = dir.join(name);
-        std::fs::write(&path, &text).map_err(io("write", &path))?;
+        output::replace(&path, text.as_bytes(), 0o644).map_err(io("write", &path))?;
         written.push(path);
     }
     Ok(written)

@@ -202,10 +202,12 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
                 source,
             })?;
             let path = bundle.join("config.json");
-            std::fs::write(&path, json).map_err(|source| Error::Io {
-                action: "write",
-                path: path.clone(),
-                source,
+            sandboy_spec_gen::output::replace(&path, json.as_bytes(), 0o644).map_err(|source| {
+                Error::Io {
+                    action: "write",
+                    path: path.clone(),
+                    source,
+                }
             })?;
             tracing::info!(policy = %policy.display(), config = %path.display(), "wrote config.json");
             stdout(&format!("{}\n", path.display()))
@@ -233,7 +235,10 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
         Command::Annotate { policy, format } => {
             let p = Policy::load(&policy)?;
             render::check_renderable(&p, Some(&oci_spec::runtime::Spec::default()))?;
-            let ann = render::annotations(&p);
+            let ann = render::engine_annotations(&p)?;
+            for what in sandboy_spec_gen::annotate::not_carried(&p) {
+                tracing::warn!("not carried by annotations: {what}; name a node policy instead (docs/node.md), which applies the whole policy");
+            }
             use sandboy_spec_gen::annotate;
             stdout(&match format {
                 Some(AnnotateFormat::Podman) => annotate::podman(&ann),
@@ -302,14 +307,13 @@ fn suggest(
     if !write {
         return stdout(&s.diff);
     }
-    let tmp = policy.with_extension("toml.suggest-tmp");
-    std::fs::write(&tmp, &s.text)
-        .and_then(|()| std::fs::rename(&tmp, policy))
-        .map_err(|source| Error::Io {
+    sandboy_spec_gen::output::replace(policy, s.text.as_bytes(), 0o644).map_err(|source| {
+        Error::Io {
             action: "write the suggested policy",
             path: policy.to_path_buf(),
             source,
-        })?;
+        }
+    })?;
     stdout(&format!("{}\n", policy.display()))
 }
 

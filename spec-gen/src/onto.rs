@@ -37,6 +37,7 @@ pub const OWNED: &[&str] = &[
     annotations::POLICY_SHA256,
     annotations::EGRESS,
     annotations::WASM_LIMITS,
+    annotations::SECCOMP,
 ];
 
 /// Apply `policy` onto `spec` (see the module docs); returns the policy's

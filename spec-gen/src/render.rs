@@ -154,6 +154,16 @@ pub fn proxy_env(policy: &Policy) -> Vec<String> {
 }
 
 /// The sandboy annotations of a policy (SPEC §5), sorted by key.
+/// [`annotations`] with the policy's seccomp profile ([`SECCOMP`](crate::annotations::SECCOMP)),
+/// for an engine that passes its own `linux.seccomp` (what `annotate`
+/// prints; `generate` renders the profile into `linux.seccomp` instead).
+pub fn engine_annotations(policy: &Policy) -> Result<BTreeMap<String, String>, Error> {
+    let mut ann = annotations(policy);
+    let profile = serde_json::to_string(&seccomp(policy)).map_err(oci_err)?;
+    ann.insert(crate::annotations::SECCOMP.to_string(), profile);
+    Ok(ann)
+}
+
 pub fn annotations(policy: &Policy) -> BTreeMap<String, String> {
     let mut a = BTreeMap::new();
     a.insert(annotations::LANDLOCK.to_string(), ruleset(policy).encode());

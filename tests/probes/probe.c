@@ -35,6 +35,8 @@
  *   prlimit PID | renice PID            (read another process's RLIMIT_NOFILE; set its
  *                                        nice value to what it is: both harmless)
  *   chattr PATH                         (FS_IOC_SETFLAGS: add FS_NOATIME_FL, "chattr +A")
+ *   setfcap PATH                        (security.capability: cap_setuid,cap_setgid=ep)
+ *   mknod-char PATH                     (a 0666 character device 1:1, /dev/mem's)
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -51,6 +53,7 @@
 #include <sched.h>
 #include <stddef.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +64,7 @@
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -453,6 +457,13 @@ int main(int argc, char **argv)
 		return result(chown(a, getuid(), getgid()));
 	} else if (!strcmp(cmd, "setxattr") && a) {
 		return result(setxattr(a, "user.sandboy", "1", 1, 0));
+	} else if (!strcmp(cmd, "setfcap") && a) {
+		/* VFS_CAP_REVISION_2 data: cap_setuid,cap_setgid = ep. */
+		uint32_t cap[5] = {0x02000001, (1u << 6) | (1u << 7), 0, 0, 0};
+		return result(setxattr(a, "security.capability", cap, sizeof cap, 0));
+	} else if (!strcmp(cmd, "mknod-char") && a) {
+		/* /dev/mem's numbers: 1, 1. */
+		return result(mknod(a, S_IFCHR | 0666, makedev(1, 1)));
 	} else if (!strcmp(cmd, "tty-size")) {
 		struct winsize ws;
 		return result(ioctl(0, TIOCGWINSZ, &ws));

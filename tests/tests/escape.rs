@@ -1735,3 +1735,187 @@ fn generated_bundle_runs_container_root_as_an_unused_host_id() {
     root_only_file(&host_ids);
     host_ids.expect(&["read", "/outside/root-only"], "ok");
 }
+
+// ---------------------------------------------------------------------------
+// A write subpath's bind source through a planted symlink (red team)
+
+const SUBPATH_POLICY: &str = r#"
+version = 1
+name = "escape-subpath"
+[fs]
+read = ["/work"]
+exec = ["/bin"]
+write = ["/tmp", "/work/out"]
+[[mount]]
+source = "./work"
+destination = "/work"
+options = ["rbind", "rw"]
+"#;
+
+#[test]
+fn a_subpath_bind_never_follows_a_link_planted_in_its_checkout() {
+    let t = "a_subpath_bind_never_follows_a_link_planted_in_its_checkout";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(SUBPATH_POLICY);
+    let out = s.work().join("out");
+    fs::create_dir_all(&out).unwrap();
+    // Generated again now that the host directory exists: spec-gen binds
+    // it (without one, a tmpfs holds the write path).
+    s.bundle.generate(&s.host.path().join("owen.policy.toml"));
+    // Allowed: the real subdirectory is bound writable, and only it.
+    let o = s.sh("echo made > /work/out/f && cat /work/out/f; echo x > /work/file; echo rc=$?");
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout).lines().next(), Some("made"));
+    assert_eq!(fs::read_to_string(out.join("f")).unwrap(), "made\n");
+    assert_eq!(
+        fs::read_to_string(s.work().join("file")).unwrap(),
+        "file-content\n"
+    );
+
+    // Refused: an earlier step (or the repository) made `out` a link to a
+    // host directory outside every mount; create names the link, exit 2,
+    // and nothing is written there.
+    fs::remove_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(s.outside(), &out).unwrap();
+    let o = s.sh("echo pwned > /work/out/target");
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("goes through a symlink below"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(s.outside().join("target")).unwrap(),
+        "target-content\n"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// File capabilities and device nodes planted in a rw bind (red team)
+
+const PLANT_POLICY: &str = r#"
+version = 1
+name = "escape-plant"
+[fs]
+read = ["/work"]
+exec = ["/bin"]
+write = ["/tmp", "/work"]
+[[mount]]
+source = "./work"
+destination = "/work"
+options = ["rbind", "rw"]
+"#;
+
+/// The bundle with an engine's capability sets (podman's and
+/// containerd's defaults hold CAP_SETFCAP and CAP_MKNOD), and its policy's
+/// Landlock ruleset or none.
+fn with_engine_caps(s: &Sandbox, policy: bool) {
+    s.bundle.edit(|c| {
+        let caps = serde_json::json!([
+            "CAP_CHOWN",
+            "CAP_DAC_OVERRIDE",
+            "CAP_FOWNER",
+            "CAP_SETFCAP",
+            "CAP_MKNOD"
+        ]);
+        for set in ["bounding", "effective", "permitted"] {
+            c["process"]["capabilities"][set] = caps.clone();
+        }
+        if !policy {
+            c["annotations"]
+                .as_object_mut()
+                .unwrap()
+                .remove("dev.sandboy.landlock");
+        }
+        // The host devices cgroup rule of an engine: any character device
+        // may be made.
+        c["linux"]["resources"]["devices"] =
+            serde_json::json!([{"allow": true, "type": "c", "access": "m"}]);
+    });
+}
+
+#[test]
+fn a_policy_container_plants_no_file_capability_or_device_node() {
+    let t = "a_policy_container_plants_no_file_capability_or_device_node";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(PLANT_POLICY);
+    with_engine_caps(&s, true);
+    fs::copy(probe_bin().unwrap(), s.work().join("tool")).unwrap();
+    // Refused: the xattr that makes a file-capability binary, and a device
+    // node host users could open (the bind's nosuid/nodev hold only inside).
+    s.expect(&["setfcap", "/work/tool"], "errno=EPERM");
+    s.expect(&["mknod-char", "/work/mem"], "errno=EPERM");
+    assert!(!s.work().join("mem").exists());
+    // Allowed: other xattrs and special files in the same bind.
+    s.expect(&["setxattr", "/work/file"], "ok");
+    s.expect(&["create", "/work/new"], "ok");
+    // The same container without a policy (as runc runs it) keeps the
+    // engine's capabilities: the refusal above is the policy's.
+    let plain = Sandbox::generated(PLANT_POLICY);
+    with_engine_caps(&plain, false);
+    fs::copy(probe_bin().unwrap(), plain.work().join("tool")).unwrap();
+    plain.expect(&["setfcap", "/work/tool"], "ok");
+}
+
+/// The annotations `sandboy-spec-gen annotate --format yaml` prints for
+/// the sandbox's policy, as an engine would pass them.
+fn annotated(s: &Sandbox) -> serde_json::Map<String, serde_json::Value> {
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["annotate", "--format", "yaml"])
+            .arg(s.host.path().join("owen.policy.toml")),
+    );
+    assert_exit(&o, 0);
+    text(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("    ")?.split_once(": '"))
+        .map(|(k, v)| {
+            let v = v.strip_suffix('\'').unwrap().replace("''", "'");
+            (k.to_owned(), serde_json::Value::String(v))
+        })
+        .collect()
+}
+
+#[test]
+fn an_engines_container_keeps_the_policys_seccomp_given_as_annotations() {
+    let t = "an_engines_container_keeps_the_policys_seccomp_given_as_annotations";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(PLANT_POLICY);
+    let ann = annotated(&s);
+    assert!(ann.contains_key("dev.sandboy.seccomp"), "{ann:?}");
+    // The engine's spec: its own allow-all profile, the policy only as
+    // annotations.
+    let engine = |keep_seccomp: bool| {
+        let mut ann = ann.clone();
+        if !keep_seccomp {
+            ann.remove("dev.sandboy.seccomp");
+        }
+        s.bundle.edit(|c| {
+            c["linux"]["seccomp"] = serde_json::json!({"defaultAction": "SCMP_ACT_ALLOW"});
+            c["annotations"] = serde_json::Value::Object(ann);
+        });
+    };
+    fs::copy(probe_bin().unwrap(), s.work().join("tool")).unwrap();
+    // Refused: the policy's setuid-modes guard travels with the
+    // annotations, as a second filter after the engine's.
+    engine(true);
+    s.expect(&["chmod", "/work/tool", "4755"], "errno=EPERM");
+    s.expect(&["chmod", "/work/tool", "0755"], "ok");
+    // Without it the engine's profile alone decides: the bit is set (this
+    // is what `annotate` printed before the annotation existed).
+    engine(false);
+    s.expect(&["chmod", "/work/tool", "4755"], "ok");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(s.work().join("tool"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o4000, 0o4000);
+    fs::remove_file(s.work().join("tool")).unwrap();
+}

@@ -204,6 +204,50 @@ fn fuel_exhaustion_stops_the_container_and_is_logged() {
     assert!(log.contains("deadline"), "{log}");
 }
 
+/// A guest that sleeps in `poll_oneoff` for ever (a relative clock of
+/// i64::MAX ns), printing "tick" first: it runs no code an epoch can trap.
+const SLEEP_P1: &str = r#"(module
+  (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 200) "tick\n")
+  (func (export "_start")
+    (i32.store (i32.const 300) (i32.const 200))
+    (i32.store (i32.const 304) (i32.const 5))
+    (drop (call $fd_write (i32.const 1) (i32.const 300) (i32.const 1) (i32.const 312)))
+    (i64.store (i32.const 0) (i64.const 1))
+    (i32.store8 (i32.const 8) (i32.const 0))
+    (i32.store (i32.const 16) (i32.const 1))
+    (i64.store (i32.const 24) (i64.const 0x7fffffffffffffff))
+    (drop (call $poll (i32.const 0) (i32.const 128) (i32.const 1) (i32.const 192)))))"#;
+
+#[test]
+fn the_deadline_stops_a_guest_asleep_in_a_host_call() {
+    if !need_root("the_deadline_stops_a_guest_asleep_in_a_host_call") {
+        return;
+    }
+    // Refused: sleeping past the deadline; exit 137, the limit named (a
+    // red team's guest slept 600 s past a 2 s deadline). The test's own
+    // bound is the runner's 90 s, not a timing assertion.
+    let dir = wasi_bundle(SLEEP_P1, Some(r#"{"fuel": 1000000, "deadline": "1s"}"#));
+    let rt = Runtime::sandboy();
+    let id = unique_id("asleep");
+    let _g = rt.guard(&id);
+    let (o, log) = run_logged(&rt, &dir.path().join("b"), &id, &[]);
+    assert_exit(&o, 137);
+    assert_eq!(text(&o.stdout), "tick\n");
+    assert!(text(&o.stderr).contains("deadline"), "{}", text(&o.stderr));
+    assert!(log.contains("waited in a host call"), "{log}");
+    // Allowed: the same guest with a short sleep finishes before it.
+    let short = SLEEP_P1.replace("0x7fffffffffffffff", "1000000");
+    let dir = wasi_bundle(&short, Some(r#"{"fuel": 1000000, "deadline": "30s"}"#));
+    let id = unique_id("napped");
+    let _g = rt.guard(&id);
+    let (o, _) = run_logged(&rt, &dir.path().join("b"), &id, &[]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "tick\n");
+}
+
 #[test]
 fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     if !need_root("bad_payloads_fail_create_with_exit_2_and_leave_nothing") {

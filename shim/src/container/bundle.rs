@@ -112,6 +112,7 @@ fn check(
     }
     if let Some(mounts) = spec.mounts() {
         super::mounts::check(mounts, &rootfs, &at.to_string())?;
+        super::mounts::check_nested_sources(mounts, &at.to_string())?;
     }
     if spec.linux().is_none() {
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));

@@ -273,6 +273,7 @@ impl Runtime {
         if deny_first {
             crate::cgroups::devices::with_default_deny(&mut spec);
         }
+        crate::init::privilege::drop_plant(&mut spec);
         crate::init::privilege::augment(&mut spec, held);
         super::sysctl::strip(&mut spec);
         if let Some(mut root) = spec.root().clone() {

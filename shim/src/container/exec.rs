@@ -52,6 +52,10 @@ impl Runtime {
                     "exec: cannot read the container's config.json to confine the new process: {e}"
                 ))
             })?;
+        // A policy's init holds neither; no exec'd process may either.
+        if crate::init::privilege::policy_confined(&init_spec) {
+            refuse_plant(&opts)?;
+        }
         // Without --process, the new process gets the init's capability
         // sets, including any the init held only to confine itself: drop
         // those too, unless asked for with --cap.
@@ -217,5 +221,37 @@ fn remove_stale_sockets(dir: &Path, before: &HashSet<PathBuf>) {
         if !before.contains(&path) || old {
             let _ = std::fs::remove_file(&path);
         }
+    }
+}
+
+/// Refuses an exec into a policy-confined container that asks for a
+/// capability of [`PLANT`](crate::init::privilege::PLANT), by `--cap` or
+/// in a `--process` file.
+fn refuse_plant(opts: &ExecOptions) -> Result<()> {
+    use crate::init::privilege::PLANT;
+    let mut asked: Vec<oci_spec::runtime::Capability> =
+        opts.cap.iter().filter_map(|c| c.parse().ok()).collect();
+    if let Some(p) = &opts.process {
+        let text = sandboy_spec_gen::input::read_bytes(p, sandboy_spec_gen::input::TEXT_MAX, 0)
+            .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
+        let process: oci_spec::runtime::Process = serde_json::from_slice(&text)
+            .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
+        if let Some(c) = process.capabilities() {
+            for set in [
+                c.bounding(),
+                c.effective(),
+                c.permitted(),
+                c.inheritable(),
+                c.ambient(),
+            ] {
+                asked.extend(set.iter().flatten().copied());
+            }
+        }
+    }
+    match asked.iter().find(|c| PLANT.contains(c)) {
+        Some(c) => Err(Failure::config(format!(
+            "exec: {c} is never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"
+        ))),
+        None => Ok(()),
     }
 }

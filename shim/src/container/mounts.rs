@@ -147,6 +147,53 @@ pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether a mount binds a host path.
+fn is_bind(m: &Mount) -> bool {
+    m.typ().as_deref() == Some("bind")
+        || m.options()
+            .iter()
+            .flatten()
+            .any(|o| o == "bind" || o == "rbind")
+}
+
+/// Binds nested in an earlier bind, as spec-gen renders a write subpath
+/// of a read-only `[[mount]]` (source `P/sub` at `D/sub` after `P` at
+/// `D`): the part below `P` lies in a directory the container (or the
+/// repository it was checked out from) may write, so a symlink planted
+/// there (`sub -> /root`) would bind any host directory read-write. Such a
+/// source must resolve to exactly `P` and the same names, no link below
+/// `P` (a red team bound a root-only host directory this way). Checked at
+/// `create`, before anything is mounted.
+pub fn check_nested_sources(mounts: &[Mount], at: &str) -> Result<()> {
+    for (i, m) in mounts.iter().enumerate() {
+        let Some(source) = m.source().as_deref().filter(|_| is_bind(m)) else {
+            continue;
+        };
+        let dest = normalize(m.destination());
+        let parent = mounts[..i].iter().enumerate().rev().find_map(|(j, p)| {
+            let psrc = p.source().as_deref().filter(|_| is_bind(p))?;
+            let below = source.strip_prefix(psrc).ok()?;
+            let pdest = normalize(p.destination());
+            (!below.as_os_str().is_empty() && dest == pdest.join(below)).then_some((j, psrc, below))
+        });
+        let Some((j, psrc, below)) = parent else {
+            continue;
+        };
+        let (Ok(real), Ok(preal)) = (fs::canonicalize(source), fs::canonicalize(psrc)) else {
+            continue; // a missing source gets libcontainer's own error
+        };
+        if real != preal.join(below) {
+            return Err(Failure::config(format!(
+                "{at}: mounts[{i}].source {} goes through a symlink below mounts[{j}].source {} (to {}): a container or repository that wrote there could bind any host directory; remove the link or bind the real directory",
+                source.display(),
+                psrc.display(),
+                real.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A container path without `.`/`..` (lexically; `..` at the root stays).
 pub fn normalize(p: &Path) -> PathBuf {
     let mut out: Vec<OsString> = Vec::new();

@@ -109,6 +109,47 @@ pub fn to_hold(spec: &Spec) -> Held {
     }
 }
 
+/// Capabilities a container confined by a policy never holds: with them,
+/// a file it makes in a rw bind works for host users, since the bind's
+/// `nosuid`/`nodev` hold only inside the container. CAP_SETFCAP sets
+/// `security.capability` through `setxattr` (file capabilities: the
+/// setuid bit's twin, which the `setuid-modes` guard cannot see, since
+/// seccomp cannot read the xattr's name; a red team's host user became
+/// uid 0 this way), CAP_MKNOD makes device nodes. Engines' default sets
+/// (podman's, containerd's) hold both.
+pub const PLANT: [Capability; 2] = [Capability::Setfcap, Capability::Mknod];
+
+/// Whether `spec` is confined by a sandboy policy (its Landlock ruleset).
+pub fn policy_confined(spec: &Spec) -> bool {
+    spec.annotations()
+        .as_ref()
+        .is_some_and(|a| a.contains_key(sandboy_spec_gen::annotations::LANDLOCK))
+}
+
+/// Take [`PLANT`] out of every capability set of a policy-confined spec.
+pub fn drop_plant(spec: &mut Spec) {
+    if !policy_confined(spec) {
+        return;
+    }
+    let Some(mut process) = spec.process().clone() else {
+        return;
+    };
+    let Some(mut caps) = process.capabilities().clone() else {
+        return;
+    };
+    let strip = |set: &Option<Capabilities>| -> Option<Capabilities> {
+        set.as_ref()
+            .map(|s| s.iter().filter(|c| !PLANT.contains(c)).copied().collect())
+    };
+    caps.set_bounding(strip(caps.bounding()));
+    caps.set_effective(strip(caps.effective()));
+    caps.set_permitted(strip(caps.permitted()));
+    caps.set_inheritable(strip(caps.inheritable()));
+    caps.set_ambient(strip(caps.ambient()));
+    process.set_capabilities(Some(caps));
+    spec.set_process(Some(process));
+}
+
 /// Add `held` to the bounding, effective and permitted sets of the spec's
 /// process (what libcontainer will leave the init with).
 pub fn augment(spec: &mut Spec, held: &Held) {

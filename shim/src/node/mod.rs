@@ -77,7 +77,7 @@ pub fn apply(
                 annotations::POLICY
             )))
         }
-        (None, None) => return Ok(None),
+        (None, None) => return annotated(&ann, at, seccomp_cache),
     };
     let loaded = policies::load(&config.policy_dir, &name)?;
     if !loaded.policy.mounts.is_empty() && !config.allow_mounts {
@@ -106,6 +106,31 @@ pub fn apply(
     let seccomp = sandboy_confine::seccomp::compile_cached(&profile, seccomp_cache)
         .map_err(|e| Failure::config(format!("policy {name}: seccomp: {e}")))?;
     tracing::info!(%id, policy = %name, sha256 = %loaded.policy.sha256, file = %loaded.path.display(), "node policy applied");
+    Ok(Some(Applied { profile, seccomp }))
+}
+
+/// The profile of a policy given by annotations (`annotate`'s
+/// [`SECCOMP`](annotations::SECCOMP)), installed like a node policy's: a
+/// second filter can only refuse more than the engine's, so a bundle's own
+/// is taken as it is. Without it, `None`.
+fn annotated(
+    ann: &std::collections::HashMap<String, String>,
+    at: &Path,
+    seccomp_cache: &Path,
+) -> Result<Option<Applied>> {
+    let Some(json) = ann.get(annotations::SECCOMP) else {
+        return Ok(None);
+    };
+    let bad = |e: &dyn std::fmt::Display| {
+        Failure::config(format!(
+            "{}: annotation {}: {e}; use the value `sandboy-spec-gen annotate` prints",
+            at.display(),
+            annotations::SECCOMP
+        ))
+    };
+    let profile: LinuxSeccomp = serde_json::from_str(json).map_err(|e| bad(&e))?;
+    let seccomp =
+        sandboy_confine::seccomp::compile_cached(&profile, seccomp_cache).map_err(|e| bad(&e))?;
     Ok(Some(Applied { profile, seccomp }))
 }
 

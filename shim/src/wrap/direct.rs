@@ -488,7 +488,10 @@ fn namespaced(
     match unsafe { fork() } {
         Ok(ForkResult::Parent { child }) => {
             drop(confinement);
-            match process::supervise(child, None, false) {
+            // Every other process of the namespace is killed and reaped
+            // before the commit reads the staging: a red team's background
+            // writer kept filling it during the commit, past its disk cap.
+            match process::supervise(child, None, true) {
                 Outcome::Exited(code) => match settle(&staged, policy, id, code, dry_run) {
                     Ok(()) => exit(code),
                     Err(e) => fail(&e),

@@ -78,6 +78,13 @@ impl Watchdog {
                 if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(deadline) {
                     tracing::debug!(?deadline, "wasm deadline passed, interrupting");
                     engine.increment_epoch();
+                    // A guest waiting in a host call (poll_oneoff's sleep,
+                    // a blocking read) runs no code the epoch could trap:
+                    // a red team's guest slept 600 s past a 2 s deadline.
+                    // It gets a moment to trap, then the process ends.
+                    if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(GRACE) {
+                        stop_blocked_guest(deadline);
+                    }
                 }
             })
             .map_err(|e| WasmError::Runtime(format!("cannot start the deadline watchdog: {e}")))?;
@@ -86,6 +93,30 @@ impl Watchdog {
             thread: Some(thread),
         })
     }
+}
+
+/// How long a guest past its deadline has to trap before the process is
+/// ended from the watchdog.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// Ends the process with the deadline's exit status and message, as a
+/// trapped guest would have (the guest is stuck in a host call).
+fn stop_blocked_guest(deadline: Duration) -> ! {
+    use std::io::Write;
+    let e = WasmError::Limit {
+        limit: sandboy_wasm_contract::LimitKind::Deadline,
+        detail: format!(
+            "wall-clock deadline of {deadline:?} passed while the guest waited in a host call; raise [wasm] deadline if the program is legitimate"
+        ),
+    };
+    tracing::warn!(
+        limit = "deadline",
+        "wasm payload stopped by its deadline limit: {e}"
+    );
+    let _ = writeln!(std::io::stderr(), "sandboy: {e}");
+    // SAFETY: _exit is always sound; the guest's other threads and
+    // destructors are abandoned on purpose.
+    unsafe { libc::_exit(e.exit_code()) }
 }
 
 impl Drop for Watchdog {

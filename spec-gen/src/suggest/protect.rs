@@ -14,6 +14,16 @@ const PROTECTED: &[&str] = &[
     "/etc/gshadow",
     "/run/sandboy",
     "/var/run/sandboy",
+    // Login sessions' runtime directories ($XDG_RUNTIME_DIR): the user's
+    // sandboy state root (whose hooks the user's own `delete` runs), and
+    // the session's sockets.
+    "/run/user",
+    "/run/user/*",
+    // Root's persistence.
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/crontab",
+    "/etc/cron.d",
 ];
 /// Names protected wherever they are: credential directories and files
 /// of a home directory (`~/.ssh` and friends).
@@ -28,6 +38,25 @@ const PROTECTED_NAMES: &[&str] = &[
     ".netrc",
     ".git-credentials",
     ".pgpass",
+    // Tokens of most tools (gh, gcloud, rclone, …) and user services live
+    // under ~/.config: a learned `git status` once granted it whole.
+    ".config",
+    // Shell and session start-up files: a line written there runs in the
+    // user's next shell, outside any sandbox.
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".cshrc",
+    ".tcshrc",
+    ".xprofile",
+    ".xinitrc",
+    ".pam_environment",
 ];
 
 /// Whether granting `path` would grant something protected: the path is
@@ -45,6 +74,38 @@ pub fn protected(path: &str, hidden: &[String]) -> bool {
                 .iter()
                 .any(|p| !p.contains('*') && *p != "/" && under(p, path))
         || homes().iter().any(|h| under(h, path))
+        || runtime_dirs()
+            .iter()
+            .any(|d| under(path, d) || under(d, path))
+        || holds_protected_name(path)
+}
+
+/// The caller's `$XDG_RUNTIME_DIR` and sandboy's user caches (compiled
+/// WebAssembly a step could swap for its own code).
+fn runtime_dirs() -> &'static [String] {
+    static DIRS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    DIRS.get_or_init(|| {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| v.starts_with('/'));
+        let cache = env("XDG_CACHE_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.cache")));
+        env("XDG_RUNTIME_DIR")
+            .into_iter()
+            .chain(cache.map(|c| format!("{c}/sandboy")))
+            .filter_map(|d| normal(&d))
+            .filter(|d| d != "/")
+            .collect()
+    })
+}
+
+/// Whether `path` is a directory holding a protected name (a service
+/// account's home with `.ssh` in it: not among the login homes).
+fn holds_protected_name(path: &str) -> bool {
+    std::fs::read_dir(path).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| PROTECTED_NAMES.contains(&n))
+        })
+    })
 }
 
 /// The people's home directories: `/root`, `$HOME`, and those of the
@@ -190,6 +251,11 @@ mod tests {
             "/proc/thread-self/root/home",
             "/proc/1/task/1/cwd",
             "/dev/fd/3",
+            "/run/user/1000",
+            "/home/u/.config",
+            "/home/u/.config/gh/hosts.yml",
+            "/home/u/.bashrc",
+            "/etc/cron.d",
         ] {
             assert!(protected(p, &["/data/secret".into()]), "{p}");
         }

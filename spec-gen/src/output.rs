@@ -1,10 +1,13 @@
-//! Files the runtime writes for its caller after a container ran (the
-//! denial report of `--report`, a learned policy): written to a fresh
+//! Files written for a caller into places others may write too (the
+//! denial report of `--report`, a learned policy, a pid file; spec-gen's
+//! config.json, ignore files and suggested policy): written to a fresh
 //! temporary name beside the target (`O_CREAT|O_EXCL|O_NOFOLLOW`) and
 //! renamed over it, so a symlink planted at the target's name is replaced,
 //! never written through. A red team's container replaced `/work/r.jsonl`
 //! in its rw bind with a link to a root shell script, and root's report
-//! line (its `comm` the container's choice) became that script.
+//! line (its `comm` the container's choice) became that script; another
+//! planted one in a bundle directory turned root's `ignore-files` into a
+//! shell script of that user's lines.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
