@@ -409,6 +409,21 @@ fn the_state_root_is_the_callers_own() {
         let o = rt.run(&["delete", "--force", id]);
         expect(&o, 2, &["may not start with '.'"]);
     }
+    // An id longer than a file name may be: one usage error, not the
+    // kernel's "File name too long"; the longest allowed one is just absent.
+    let long = "a".repeat(201);
+    expect(
+        &rt.run(&["state", &long]),
+        2,
+        &["201 bytes long", "at most 200"],
+    );
+    let o = rt.run(&["state", &"a".repeat(200)]);
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("does not exist"),
+        "{}",
+        text(&o.stderr)
+    );
     let Some(user) = TestUser::create(t) else {
         return;
     };

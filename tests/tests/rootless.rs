@@ -512,3 +512,28 @@ fn missing_newuidmap_for_mapped_ranges_is_a_clear_error() {
     assert!(cgroups_named(&id).is_empty(), "cgroups left");
     assert!(pids_mentioning(&id).is_empty(), "processes left");
 }
+
+#[test]
+fn rootless_timeout_kills_the_container_without_a_cgroup() {
+    let Some(env) = Env::new("rootless_timeout_kills_the_container_without_a_cgroup") else {
+        return;
+    };
+    // Refused: running past `[limits] timeout`; a rootless container has
+    // no cgroup to kill through, so the supervisor kills its init (a red
+    // team's step ran its whole 20 s past a 3 s timeout, exit 0).
+    let b = env.bundle();
+    let o = env.as_user(b.path(), &env.sandboy, &["spec", "--rootless"]);
+    assert_exit(&o, 0);
+    set_args(&b, "echo started; sleep 20; echo finished");
+    b.edit(|c| c["annotations"] = serde_json::json!({"dev.sandboy.timeout": "2s"}));
+    let id = unique_id("rl-timeout");
+    let o = env.as_user_v2(b.path(), &env.sandboy, &["run", &id]);
+    assert_exit(&o, 137);
+    assert_eq!(text(&o.stdout), "started\n");
+    // Allowed: the same step within its timeout ends as it chose.
+    set_args(&b, "echo started; sleep 0.1; echo finished");
+    let id = unique_id("rl-in-time");
+    let o = env.as_user_v2(b.path(), &env.sandboy, &["run", &id]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "started\nfinished\n");
+}

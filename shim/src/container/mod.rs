@@ -244,6 +244,9 @@ impl Runtime {
     }
 }
 
+/// The longest container id.
+pub const MAX_ID_LEN: usize = 200;
+
 /// runc's id rules, checked before any path is built from the id.
 pub fn validate_id(id: &str) -> Result<()> {
     // The state root's own directories (`.bundles`, `.locks`, `.adapt`, the
@@ -252,6 +255,14 @@ pub fn validate_id(id: &str) -> Result<()> {
     if id.starts_with('.') {
         return Err(Failure::usage(format!(
             "invalid container id {id:?}: an id may not start with '.' (the state root's own directories do)"
+        )));
+    }
+    // A directory, a lock file and cgroups are named after it: within one
+    // file name (255 bytes) with room for their suffixes.
+    if id.len() > MAX_ID_LEN {
+        return Err(Failure::usage(format!(
+            "invalid container id: {} bytes long; an id has at most {MAX_ID_LEN}",
+            id.len()
         )));
     }
     ContainerBuilder::new(id.to_owned(), SyscallType::default())

@@ -257,7 +257,7 @@ fn supervise(
         }
         if deadline.is_some_and(|d| d.is_zero()) {
             if let (Some(kill), Some(span)) = (kill_all.take(), duties.timeout) {
-                code = on_timeout(target, span, kill);
+                code = on_timeout(target, span, kill, pidfd);
             }
         }
     }
@@ -330,7 +330,12 @@ fn drain(duty: &denials::Duty, c: &mut denials::Collector, buf: &mut [u8], id: &
     }
 }
 
-fn on_timeout(target: &Target, span: Duration, kill_all: impl FnOnce(&str) -> Result<()>) -> i32 {
+fn on_timeout(
+    target: &Target,
+    span: Duration,
+    kill_all: impl FnOnce(&str) -> Result<()>,
+    pidfd: &Pidfd,
+) -> i32 {
     let id = target.id.as_str();
     tracing::warn!(
         id,
@@ -340,9 +345,18 @@ fn on_timeout(target: &Target, span: Duration, kill_all: impl FnOnce(&str) -> Re
     let _ = std::fs::write(target.state_dir.join(TIMED_OUT_MARKER), b"");
     match kill_all(id) {
         Ok(()) => 0,
-        Err(e) => {
-            tracing::warn!(id, error = %e.message, "timeout kill failed");
-            1
-        }
+        // Without a cgroup to kill through (a rootless container), the
+        // init itself: its pid namespace dies with it (a red team's rootless
+        // step ran its whole 20 s past a 3 s timeout).
+        Err(e) => match pidfd.kill() {
+            Ok(()) if !target.shares_pids => {
+                tracing::debug!(id, error = %e.message, "killed the init instead");
+                0
+            }
+            other => {
+                tracing::warn!(id, error = %e.message, init = ?other.err(), "timeout kill failed");
+                1
+            }
+        },
     }
 }

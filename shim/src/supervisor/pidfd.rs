@@ -29,6 +29,26 @@ impl Pidfd {
         Ok(Self(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
     }
 
+    /// SIGKILL to the process itself, never to a recycled pid.
+    pub fn kill(&self) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: pidfd_send_signal takes the pidfd, a signal number, a
+        // null siginfo and no flags.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.0.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Wait up to `limit` for the process to exit (a zombie has: it runs no
     /// more code); whether it did.
     pub fn wait_exit(&self, limit: Duration) -> io::Result<bool> {

@@ -40,14 +40,16 @@ pub(super) fn inodes(t: &mut Table, d: &mut Diags) -> Option<u64> {
 pub(super) fn cpus(t: &mut Table, d: &mut Diags) -> Option<f64> {
     let c = t.float(d, "cpus")?;
     let n = *c.get_ref();
-    if n.is_finite() && n > 0.0 && n <= 1024.0 {
+    // The kernel's smallest CFS quota is 1 ms of a 100 ms period: below
+    // 0.01 CPUs every container failed with a raw cgroup error.
+    if n.is_finite() && (0.01..=1024.0).contains(&n) {
         return Some(n);
     }
     d.error(
         c.span(),
         "limits.cpus",
         format!("invalid CPU count {n}"),
-        "use a positive number of CPUs, e.g. 1.5",
+        "use a number of CPUs from 0.01 (the kernel's smallest quota) to 1024, e.g. 1.5",
     );
     None
 }
