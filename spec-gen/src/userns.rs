@@ -150,7 +150,7 @@ pub fn apply(policy: &Policy, spec: &mut Spec) -> Result<Option<String>, Error> 
                     ));
                 }
             }
-            linux.set_uid_mappings(Some(vec![range.clone()]));
+            linux.set_uid_mappings(Some(vec![range]));
             linux.set_gid_mappings(Some(vec![range]));
             spec.set_linux(Some(linux));
             Ok(None)

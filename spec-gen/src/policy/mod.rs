@@ -139,10 +139,11 @@ pub fn through_magic_link(path: &str) -> bool {
             || x == "thread-self"
             || (!x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
     };
-    let link = |rest: &[&str]| match rest {
-        ["root" | "cwd" | "exe", ..] => true,
-        ["fd" | "map_files" | "ns", _, ..] => true,
-        _ => false,
+    let link = |rest: &[&str]| {
+        matches!(
+            rest,
+            ["root" | "cwd" | "exe", ..] | ["fd" | "map_files" | "ns", _, ..]
+        )
     };
     match c.as_slice() {
         ["proc", p, "task", t, rest @ ..] if pid(p) && pid(t) => link(rest),
