@@ -211,6 +211,12 @@ impl Error {
                 path: path.to_path_buf(),
                 source,
             },
+            ReadError::NotUtf8 { line, column } => Error::Input {
+                action,
+                path: format!("{}:{line}:{column}", path.display()).into(),
+                what: "not UTF-8 text".into(),
+                hint: "save the file as UTF-8",
+            },
             other => Error::Input {
                 action,
                 path: path.to_path_buf(),

@@ -27,6 +27,9 @@ pub enum ReadError {
     /// Larger than the cap.
     #[error("it is larger than {} MiB", .0 >> 20)]
     TooLarge(u64),
+    /// Text that is not UTF-8, from this line and column on (1-based).
+    #[error("it is not UTF-8 text (the first bad byte is at line {line}, column {column})")]
+    NotUtf8 { line: usize, column: usize },
 }
 
 /// Open `path` (`O_NONBLOCK`, so a FIFO does not wait for a writer; plus
@@ -68,8 +71,14 @@ pub fn read_bytes(path: &Path, max: u64, extra: i32) -> Result<Vec<u8>, ReadErro
 
 /// [`read_bytes`] as UTF-8 text.
 pub fn read_text(path: &Path, max: u64) -> Result<String, ReadError> {
-    String::from_utf8(read_bytes(path, max, 0)?)
-        .map_err(|e| ReadError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+    String::from_utf8(read_bytes(path, max, 0)?).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        ReadError::NotUtf8 {
+            line: good.iter().filter(|&&b| b == b'\n').count() + 1,
+            column: good.len() - line_start + 1,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -97,6 +106,12 @@ mod tests {
         std::fs::write(&big, vec![b'a'; 11]).unwrap();
         assert!(matches!(read_text(&big, 10), Err(ReadError::TooLarge(10))));
         assert_eq!(read_text(&big, 11).unwrap(), "a".repeat(11));
+        std::fs::write(&big, b"ok\nab\xffc").unwrap();
+        let e = read_text(&big, 100).unwrap_err();
+        assert!(
+            matches!(e, ReadError::NotUtf8 { line: 2, column: 3 }),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -63,9 +63,28 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
     // A policy's process never gains privileges by execve (docs/policy.md),
     // whatever the engine asked: Kubernetes' default left it false, and a
     // step reached uid 0 through a setuid file of its image (a red team).
+    // Its identity and open-file limit too (they were dropped without a
+    // word: a policy's `user = "65534:65534"` container ran as uid 0).
     if let Some(mut process) = spec.process().clone() {
         process.set_no_new_privileges(Some(true));
+        if policy.user_set {
+            let mut user = process.user().clone();
+            user.set_uid(policy.uid)
+                .set_gid(policy.gid)
+                .set_additional_gids(None);
+            process.set_user(user);
+        }
+        if let Some(n) = policy.nofile {
+            let engine = process.rlimits().iter().flatten().find_map(|r| {
+                (r.typ() == oci_spec::runtime::PosixRlimitType::RlimitNofile).then_some(r.hard())
+            });
+            render::set_nofile(&mut process, engine.map_or(n, |e| e.min(n)))?;
+        }
         spec.set_process(Some(process));
+    }
+    // An engine's mounts are its own: their storage is not resized.
+    if policy.disk.is_some() || policy.inodes.is_some() {
+        tracing::warn!(policy = %policy.file, "[limits] disk and inodes are not applied onto an engine's spec: its mounts keep their own sizes");
     }
 
     if allow.mounts && !policy.mounts.is_empty() {

@@ -640,7 +640,7 @@ fn merge_env(base: Option<&[String]>, policy: &[String]) -> Vec<String> {
     out
 }
 
-fn set_nofile(process: &mut Process, n: u64) -> Result<(), Error> {
+pub(crate) fn set_nofile(process: &mut Process, n: u64) -> Result<(), Error> {
     let mut limits = process.rlimits().clone().unwrap_or_default();
     limits.retain(|r| r.typ() != PosixRlimitType::RlimitNofile);
     let r = PosixRlimitBuilder::default()

@@ -299,3 +299,48 @@ inodes = 100000
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Inputs that are not policy text: one located error, exit 2, at once
+/// (a FIFO hung `check`, `/dev/zero` filled its memory, a bad byte gave
+/// exit 1 without a place); and a symlink planted at the output is
+/// replaced, not written through.
+#[test]
+fn odd_inputs_and_planted_outputs() {
+    let dir = tmpdir("odd-inputs");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, b"version = 1\nname = \"x\xff\"\n").unwrap();
+    let o = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.toml:2:10: error: cannot read policy: not UTF-8 text"),
+        "{err}"
+    );
+    for special in ["/dev/zero", "/"] {
+        let o = run(&["check", special]);
+        assert_eq!(o.status.code(), Some(2), "{special}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("not a regular file"),
+            "{special}"
+        );
+    }
+    // Allowed: a policy and its bundle; refused: writing through a link
+    // someone planted at config.json (the victim keeps its content).
+    let policy = dir.join("p.toml");
+    std::fs::write(&policy, "version = 1\n[process]\nargs = [\"/bin/true\"]\n").unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let bundle = dir.join("b");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::os::unix::fs::symlink(&victim, bundle.join("config.json")).unwrap();
+    assert_ok(&generate(
+        policy.to_str().unwrap(),
+        bundle.to_str().unwrap(),
+        &[],
+    ));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(std::fs::read_to_string(bundle.join("config.json"))
+        .unwrap()
+        .contains("\"ociVersion\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

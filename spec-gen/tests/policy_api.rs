@@ -41,7 +41,8 @@ fn relative_paths_are_kept_for_wrap_and_resolved() {
         "{err}"
     );
 
-    p.resolve_relative(Path::new("/home/u/proj"), Path::new("/home/u"));
+    p.resolve_relative(Path::new("/home/u/proj"), Path::new("/home/u"))
+        .unwrap();
     assert!(p.relative_paths().is_empty());
     assert_eq!(p.read, ["/usr", "/home/u/proj"]);
     assert_eq!(p.exec, ["/home/u/proj/bin"]);
@@ -54,7 +55,8 @@ fn relative_paths_are_kept_for_wrap_and_resolved() {
 #[test]
 fn resolving_drops_duplicates() {
     let mut p = parse("version = 1\n[fs]\nread = [\"/w\", \".\", \"./\"]\n");
-    p.resolve_relative(Path::new("/w"), Path::new("/h"));
+    p.resolve_relative(Path::new("/w"), Path::new("/h"))
+        .unwrap();
     assert_eq!(p.read, ["/w"]);
 }
 

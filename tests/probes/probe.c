@@ -37,6 +37,8 @@
  *   chattr PATH                         (FS_IOC_SETFLAGS: add FS_NOATIME_FL, "chattr +A")
  *   setfcap PATH                        (security.capability: cap_setuid,cap_setgid=ep)
  *   mknod-char PATH                     (a 0666 character device 1:1, /dev/mem's)
+ *   at-pid PID                          (host side: a process sleeping 60 s with exactly that pid)
+ *   reap CMD ARG...                     (host side: CMD as a child subreaper that reaps its orphans)
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -61,6 +63,7 @@
 #include <linux/fs.h>
 #include <sys/xattr.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -464,6 +467,37 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "mknod-char") && a) {
 		/* /dev/mem's numbers: 1, 1. */
 		return result(mknod(a, S_IFCHR | 0666, makedev(1, 1)));
+	} else if (!strcmp(cmd, "reap") && a) {
+		/* Run argv[2..] as a child subreaper and reap everything,
+		 * orphans included (a detached container's exited init), as
+		 * an engine's shim does; exit with the command's status. */
+		int status = 0, st;
+		pid_t child, w;
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		child = fork();
+		if (child == 0) {
+			execvp(argv[2], argv + 2);
+			_exit(127);
+		}
+		while ((w = wait(&st)) > 0)
+			if (w == child)
+				status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		return status;
+	} else if (!strcmp(cmd, "at-pid") && a) {
+		/* A process with exactly this pid (clone3 set_tid, as root in
+		 * its pid namespace): a recycled pid. It sleeps 60 s. */
+		pid_t want = (pid_t)atoi(a);
+		struct clone_args ca;
+		memset(&ca, 0, sizeof ca);
+		ca.set_tid = (uint64_t)(uintptr_t)&want;
+		ca.set_tid_size = 1;
+		ca.exit_signal = SIGCHLD;
+		long r = syscall(SYS_clone3, &ca, sizeof ca);
+		if (r == 0) {
+			sleep(60);
+			_exit(0);
+		}
+		return result(r < 0 ? -1 : 0);
 	} else if (!strcmp(cmd, "tty-size")) {
 		struct winsize ws;
 		return result(ioctl(0, TIOCGWINSZ, &ws));

@@ -1919,3 +1919,126 @@ fn an_engines_container_keeps_the_policys_seccomp_given_as_annotations() {
     assert_eq!(mode & 0o4000, 0o4000);
     fs::remove_file(s.work().join("tool")).unwrap();
 }
+
+// ---------------------------------------------------------------------------
+// A recycled init pid (red team)
+
+#[test]
+fn a_recycled_init_pid_is_a_stopped_container_never_signalled_or_entered() {
+    let t = "a_recycled_init_pid_is_a_stopped_container_never_signalled_or_entered";
+    if !ready(t) {
+        return;
+    }
+    let b = Bundle::busybox(&["/bin/true"]);
+    let rt = Runtime::sandboy();
+    let id = unique_id("recycled");
+    let _g = rt.guard(&id);
+    // The init exits at once and is reaped, as an engine's shim (a child
+    // subreaper) reaps it.
+    let o = capture(
+        Command::new(probe_bin().unwrap())
+            .arg("reap")
+            .arg(&rt.bin)
+            .arg("--root")
+            .arg(rt.root.path())
+            .args([
+                "run",
+                "--detach",
+                "--bundle",
+                b.path().to_str().unwrap(),
+                &id,
+            ]),
+    );
+    assert_exit(&o, 0);
+    // `state` says pid 0 once stopped; the saved state keeps the init's.
+    let saved: serde_json::Value =
+        serde_json::from_slice(&fs::read(rt.root.path().join(&id).join("state.json")).unwrap())
+            .unwrap();
+    let pid = saved["pid"].as_i64().unwrap();
+    let gone = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Allowed counterpart first: an exited init is a stopped container.
+    assert_eq!(rt.state(&id)["status"], "stopped");
+    // Another process now has the init's pid.
+    let o = capture(Command::new(probe_bin().unwrap()).args(["at-pid", &pid.to_string()]));
+    if text(&o.stdout).trim() != "ok" {
+        skip(
+            t,
+            &format!("cannot make a process with pid {pid}: {}", text(&o.stdout)),
+        );
+        return;
+    }
+    let alive = || {
+        // SAFETY: signal 0 only checks that the pid exists.
+        unsafe { libc::kill(pid as i32, 0) == 0 }
+    };
+    // Refused: the state stays stopped, kill and exec are refused, and the
+    // victim lives.
+    assert_eq!(rt.state(&id)["status"], "stopped");
+    let o = rt.run(&["kill", &id, "KILL"]);
+    assert_exit(&o, 1);
+    let o = rt.run(&["exec", &id, "/bin/true"]);
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("not running"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(alive(), "the victim was killed");
+    // SAFETY: a plain kill(2) of the victim this test made.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+}
+
+// ---------------------------------------------------------------------------
+// A rule path replaced by a symlink inside a write path (red team)
+
+const TOOLS_POLICY: &str = r#"
+version = 1
+name = "escape-tools"
+[landlock]
+mode = "enforce"
+[fs]
+read = ["/etc"]
+exec = ["/bin", "/work/tools"]
+write = ["/tmp", "/work"]
+[[mount]]
+source = "./work"
+destination = "/work"
+options = ["rbind", "rw"]
+"#;
+
+#[test]
+fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
+    let t = "a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(TOOLS_POLICY);
+    let tools = s.work().join("tools");
+    fs::create_dir_all(&tools).unwrap();
+    fs::copy(probe_bin().unwrap(), tools.join("probe")).unwrap();
+    // Allowed: the real directory's programs run; the image's /secret
+    // stays out of reach.
+    let o = s.run(&["/work/tools/probe", "read", "/secret/s"]);
+    assert_eq!(
+        text(&o.stdout).trim(),
+        "errno=EACCES",
+        "{}",
+        text(&o.stderr)
+    );
+    // Refused: a step replaced the rule path by a link to `/` (it has
+    // write on /work); the next container would have had read and exec on
+    // everything. It does not start, naming the link.
+    fs::remove_dir_all(&tools).unwrap();
+    std::os::unix::fs::symlink("/", &tools).unwrap();
+    let o = s.run(&["/bin/probe", "read", "/secret/s"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(!text(&o.stdout).contains("ok"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("symlink below the write path /work"),
+        "{}",
+        text(&o.stderr)
+    );
+}

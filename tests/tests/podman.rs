@@ -804,16 +804,19 @@ fn spec_gen_annotate_output_runs_under_podman() {
     )));
     p.expect(&argv, 0);
     let args: Vec<String> = text(&argv.stdout).lines().map(String::from).collect();
+    // Landlock, sha256, timeout, and the policy's seccomp profile (its
+    // deny list and guards, installed after podman's own).
     assert_eq!(
         args.iter().filter(|a| *a == "--annotation").count(),
-        3,
+        4,
         "{args:?}"
     );
     let b = busybox_rootfs();
     let mut run: Vec<&str> = vec!["--rm"];
     run.extend(args.iter().map(String::as_str));
     let script = "echo allowed > /tmp/ok && cat /tmp/ok; \
-                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi";
+                  if { echo escaped > /root/outside; } 2>&1; then echo WROTE-OUTSIDE; exit 1; fi; \
+                  chmod 0700 /tmp/ok && echo mode-set; chmod 4755 /tmp/ok 2>/dev/null && echo SETUID-SET || echo setuid-refused";
     let rootfs = b.rootfs();
     run.extend(["--rootfs", rootfs.to_str().unwrap(), "sh", "-c", script]);
     let o = p.run(&run);
@@ -824,6 +827,9 @@ fn spec_gen_annotate_output_runs_under_podman() {
         out.starts_with("allowed\n") && out.contains("Permission denied"),
         "{out}"
     );
+    // The setuid-modes guard came with the annotations: podman's profile
+    // alone allows the bit; a plain mode still changes.
+    assert!(out.contains("mode-set\nsetuid-refused"), "{out}");
     let config: serde_json::Value = serde_json::from_slice(
         &fs::read(p.dir.path().join("last-config.json")).expect("config.json copy"),
     )

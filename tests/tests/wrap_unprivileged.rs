@@ -879,3 +879,69 @@ fn hidden_paths_are_masked_or_the_policy_refused() {
         "the hidden directory lists empty: {out}"
     );
 }
+
+#[test]
+fn a_scripts_interpreter_is_not_granted_by_its_own_line() {
+    let Some(env) = Env::new("a_scripts_interpreter_is_not_granted_by_its_own_line") else {
+        return;
+    };
+    // A checkout's script naming an interpreter outside `[fs] exec`.
+    let cwd = env.dir.path().join("cwd");
+    let script = cwd.join("ci.sh");
+    std::fs::write(&script, "#!/usr/bin/tac\nsecond\nfirst\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for tier in TIERS {
+        let run = |extra: &[&str]| {
+            let mut c = env.user.cmd(&env.sandboy);
+            c.args(["wrap", "--isolation", tier, "--ro", ".", "--exec", "."])
+                .args(extra)
+                .args(["--", "./ci.sh"])
+                .current_dir(&cwd);
+            capture(&mut c)
+        };
+        // Refused: the `#!` line alone does not make /usr/bin/tac runnable.
+        let o = run(&[]);
+        assert_exit(&o, 126);
+        assert!(text(&o.stdout).is_empty(), "{tier}: {}", text(&o.stdout));
+        // Allowed: listed in exec, the same script runs.
+        let o = run(&["--exec", "/usr/bin/tac"]);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "first\nsecond\n#!/usr/bin/tac\n", "{tier}");
+    }
+}
+
+#[test]
+fn a_relative_path_never_leaves_the_checkout_through_its_symlinks() {
+    let Some(env) = Env::new("a_relative_path_never_leaves_the_checkout_through_its_symlinks")
+    else {
+        return;
+    };
+    let cwd = env.dir.path().join("cwd");
+    let policy = env.dir.path().join("rel.toml");
+    fs::write(
+        &policy,
+        "version = 1\n[fs]\nread = [\"/etc\"]\nexec = [\"/usr/bin\"]\nwrite = [\"./build\"]\n[net]\nnamespace = \"host\"\n",
+    )
+    .unwrap();
+    let build = cwd.join("build");
+    // Allowed: a real directory of the checkout.
+    fs::create_dir_all(&build).unwrap();
+    env.user.chown(&build);
+    let o = capture(&mut env.wrap("landlock", &policy, &["sh", "-c", "echo made > build/f"]));
+    assert_exit(&o, 0);
+    assert_eq!(fs::read_to_string(build.join("f")).unwrap(), "made\n");
+    // Refused: the checkout's `build -> ../out` (the repository's choice)
+    // would grant a directory outside it; a located policy error, exit 2.
+    fs::remove_dir_all(&build).unwrap();
+    std::os::unix::fs::symlink("../out", &build).unwrap();
+    for tier in TIERS {
+        let o = capture(&mut env.wrap(tier, &policy, &["sh", "-c", "echo pwned > build/g"]));
+        assert_exit(&o, 2);
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("rel.toml:5:") && e.contains("leaves the working directory"),
+            "{tier}: {e}"
+        );
+        assert!(!env.dir.path().join("out/g").exists(), "{tier}");
+    }
+}

@@ -343,12 +343,21 @@ pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, Confine
     let ruleset =
         create_ruleset(&attr).map_err(|e| ConfineError::kernel("landlock_create_ruleset", e))?;
 
+    // Where the container may make symlinks: a rule path below one is
+    // opened without following any link there (see `open_rule_path`).
+    let planted: Vec<&str> = rs
+        .fs
+        .iter()
+        .zip(&bits)
+        .filter(|(_, &b)| b & annotations::FS_MAKE_SYM != 0)
+        .map(|(r, _)| r.path.as_str())
+        .collect();
     for (index, (rule, &rule_bits)) in rs.fs.iter().zip(&bits).enumerate() {
         let mut allowed = rule_bits & attr.handled_access_fs;
         if allowed == 0 {
             continue;
         }
-        let fd = match open_path(&rule.path) {
+        let fd = match open_rule_path(&rule.path, &planted) {
             Ok(fd) => fd,
             Err(source) if policy.enforce => {
                 return Err(ConfineError::LandlockPath {
@@ -429,6 +438,52 @@ pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, Confine
     }))
 }
 
+/// A rule path's fd. Below a path where the container may make symlinks
+/// (`planted`: its write paths, other than `/`), no symlink is followed: a
+/// step that replaced `/work/tools` (a rule of `exec`) by a link to `/`
+/// chose the grant of every later container on the same checkout (a red
+/// team read the image's /root that way). Such a rule fails like a missing
+/// path (refused under `enforce`, skipped under `best-effort`). Links above
+/// every write path (the image's `/bin -> usr/bin`) are followed.
+fn open_rule_path(path: &str, planted: &[&str]) -> io::Result<OwnedFd> {
+    let below = |w: &str| {
+        w != "/"
+            && path
+                .strip_prefix(w.trim_end_matches('/'))
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let Some(top) = planted.iter().filter(|w| below(w)).min_by_key(|w| w.len()) else {
+        return open_path(path);
+    };
+    let mut fd = open_path(top)?;
+    for name in path[top.trim_end_matches('/').len()..]
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+    {
+        let c = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: fd is open, c a valid NUL-terminated name; O_PATH opens
+        // no file content, and O_NOFOLLOW opens a symlink itself.
+        let next = unsafe {
+            libc::openat(
+                fd.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if next < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: next is a fresh descriptor nothing else owns.
+        fd = unsafe { OwnedFd::from_raw_fd(next) };
+        if file_type(&fd)? == libc::S_IFLNK {
+            return Err(io::Error::other(format!(
+                "{name:?} is a symlink below the write path {top}, which a container could have planted; remove the link"
+            )));
+        }
+    }
+    Ok(fd)
+}
+
 fn open_path(path: &str) -> io::Result<OwnedFd> {
     let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: c is a valid NUL-terminated string; O_PATH opens no file
@@ -441,18 +496,20 @@ fn open_path(path: &str) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn is_dir(fd: &OwnedFd) -> Result<bool, ConfineError> {
+/// `S_IFMT` of an open fd.
+fn file_type(fd: &OwnedFd) -> io::Result<libc::mode_t> {
     // SAFETY: an all-zero `stat` is a valid value of this plain C struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is open; st is a live, writable struct of the right type.
-    let rc = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) };
-    if rc < 0 {
-        return Err(ConfineError::kernel(
-            "Landlock: fstat of a rule path",
-            io::Error::last_os_error(),
-        ));
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+        return Err(io::Error::last_os_error());
     }
-    Ok(st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+    Ok(st.st_mode & libc::S_IFMT)
+}
+
+fn is_dir(fd: &OwnedFd) -> Result<bool, ConfineError> {
+    let t = file_type(fd).map_err(|e| ConfineError::kernel("Landlock: fstat of a rule path", e))?;
+    Ok(t == libc::S_IFDIR)
 }
 
 fn add_rule<T>(ruleset: &OwnedFd, rule_type: libc::c_int, attr: &T) -> io::Result<()> {

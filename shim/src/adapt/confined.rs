@@ -25,13 +25,30 @@ use super::{with_stdout_to, Job};
 use crate::error::Result;
 use crate::wasm_host::{self, Program};
 
-/// The per-user compile cache directory.
+/// The per-user compile cache directory: in `$XDG_RUNTIME_DIR` when the
+/// session has one of its own, else under `~/.cache`. Compiled code is
+/// native code the host loads, so where it lives must be out of the
+/// user's confined steps' reach: `write = ["~/.cache"]` is an ordinary
+/// grant for build tools, and a red team's step swapped one adapter's
+/// compiled code for another's there. The runtime directory is rarely
+/// granted, and `suggest`/`learn` never grant it (docs/adapt.md).
 pub fn user_cache_dir() -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let var = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
+    let private_runtime = var("XDG_RUNTIME_DIR").filter(|d| {
+        std::fs::metadata(d).is_ok_and(|m| {
+            m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o077 == 0
+        })
+    });
+    if let Some(d) = private_runtime {
+        // The user's state root, whose dot-directories are the runtime's
+        // own (ids may not start with a dot), as root's `.wasm-cache`.
+        return Some(d.join("sandboy/.wasm-cache"));
+    }
     var("XDG_CACHE_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".cache")))
         .map(|d| d.join("sandboy/wasm"))

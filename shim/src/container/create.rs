@@ -197,6 +197,8 @@ impl Runtime {
                     .as_ref()
                     .map_or(Ok(()), |d| d.attach(&container))
                     .and_then(|()| crate::cgroups::oom::apply_disable(&container, &bundle.spec));
+                let confined =
+                    confined.and_then(|()| super::identity::record(&self.dir(id), container.pid()));
                 claim::narrow_modes(&self.dir(id));
                 let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
                 let supervised = confined

@@ -39,7 +39,7 @@ pub struct ExecOptions {
 impl Runtime {
     /// Run a process in container `id`: its exit status, or 0 once started
     /// when detached.
-    pub fn exec(&self, id: &str, opts: ExecOptions) -> Result<i32> {
+    pub fn exec(&self, id: &str, mut opts: ExecOptions) -> Result<i32> {
         let c = self.load(id)?;
         let paused = c.status() == ContainerStatus::Paused;
         require(&c, c.can_exec() || (opts.ignore_paused && paused), "exec")?;
@@ -52,9 +52,20 @@ impl Runtime {
                     "exec: cannot read the container's config.json to confine the new process: {e}"
                 ))
             })?;
-        // A policy's init holds neither; no exec'd process may either.
-        if crate::init::privilege::policy_confined(&init_spec) {
-            refuse_plant(&opts)?;
+        // A policy's init holds neither; no exec'd process may either: asked
+        // by --cap, refused; in an engine's process.json (containerd's and
+        // podman's default sets hold both), taken out of a copy.
+        let stripped = if crate::init::privilege::policy_confined(&init_spec) {
+            refuse_plant(&opts.cap)?;
+            match &opts.process {
+                Some(p) => strip_plant(p, &self.dir(id))?,
+                None => None,
+            }
+        } else {
+            None
+        };
+        if let Some(copy) = &stripped {
+            opts.process = Some(copy.0.clone());
         }
         // Without --process, the new process gets the init's capability
         // sets, including any the init held only to confine itself: drop
@@ -225,33 +236,46 @@ fn remove_stale_sockets(dir: &Path, before: &HashSet<PathBuf>) {
 }
 
 /// Refuses an exec into a policy-confined container that asks for a
-/// capability of [`PLANT`](crate::init::privilege::PLANT), by `--cap` or
-/// in a `--process` file.
-fn refuse_plant(opts: &ExecOptions) -> Result<()> {
+/// capability of [`PLANT`](crate::init::privilege::PLANT) with `--cap`.
+fn refuse_plant(cap: &[String]) -> Result<()> {
     use crate::init::privilege::PLANT;
-    let mut asked: Vec<oci_spec::runtime::Capability> =
-        opts.cap.iter().filter_map(|c| c.parse().ok()).collect();
-    if let Some(p) = &opts.process {
-        let text = sandboy_spec_gen::input::read_bytes(p, sandboy_spec_gen::input::TEXT_MAX, 0)
-            .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
-        let process: oci_spec::runtime::Process = serde_json::from_slice(&text)
-            .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
-        if let Some(c) = process.capabilities() {
-            for set in [
-                c.bounding(),
-                c.effective(),
-                c.permitted(),
-                c.inheritable(),
-                c.ambient(),
-            ] {
-                asked.extend(set.iter().flatten().copied());
-            }
-        }
-    }
+    let asked: Vec<oci_spec::runtime::Capability> =
+        cap.iter().filter_map(|c| c.parse().ok()).collect();
     match asked.iter().find(|c| PLANT.contains(c)) {
         Some(c) => Err(Failure::config(format!(
-            "exec: {c} is never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"
+            "exec --cap {c}: never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"
         ))),
         None => Ok(()),
+    }
+}
+
+/// A copy of process.json `p` without [`PLANT`](crate::init::privilege::PLANT)
+/// in its capability sets, in `state_dir` and removed when dropped; `None`
+/// when `p` asks for none of them.
+fn strip_plant(p: &Path, state_dir: &Path) -> Result<Option<TempProcess>> {
+    let text = sandboy_spec_gen::input::read_bytes(p, sandboy_spec_gen::input::TEXT_MAX, 0)
+        .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
+    let mut process: oci_spec::runtime::Process = serde_json::from_slice(&text)
+        .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
+    let Some(caps) = process.capabilities() else {
+        return Ok(None);
+    };
+    let (caps, found) = crate::init::privilege::without_plant(caps);
+    if !found {
+        return Ok(None);
+    }
+    process.set_capabilities(Some(caps));
+    let copy = state_dir.join(format!("exec-process-{}.json", std::process::id()));
+    let json = serde_json::to_vec(&process).map_err(|e| Failure::runtime(e.to_string()))?;
+    sandboy_spec_gen::output::replace(&copy, &json, 0o600)?;
+    Ok(Some(TempProcess(copy)))
+}
+
+/// A process.json of the runtime's own, removed when dropped.
+struct TempProcess(PathBuf);
+
+impl Drop for TempProcess {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }

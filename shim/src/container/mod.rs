@@ -18,6 +18,7 @@ mod create;
 mod delete;
 pub mod egress;
 mod exec;
+mod identity;
 pub mod learn;
 pub mod limits;
 pub mod loopback;
@@ -147,6 +148,11 @@ impl Runtime {
         }
         let mut c = self.load_state(id)?;
         c.refresh_status()?;
+        // A pid is alive, but is it the init's? (A recycled one was killed
+        // by `kill` and entered by `exec`: a red team.)
+        if c.status() != ContainerStatus::Stopped && !identity::same_init(&self.dir(id), c.pid()) {
+            c.set_status(ContainerStatus::Stopped);
+        }
         Ok(c)
     }
 

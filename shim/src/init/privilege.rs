@@ -134,20 +134,29 @@ pub fn drop_plant(spec: &mut Spec) {
     let Some(mut process) = spec.process().clone() else {
         return;
     };
-    let Some(mut caps) = process.capabilities().clone() else {
+    let Some(caps) = process.capabilities() else {
         return;
     };
-    let strip = |set: &Option<Capabilities>| -> Option<Capabilities> {
-        set.as_ref()
-            .map(|s| s.iter().filter(|c| !PLANT.contains(c)).copied().collect())
-    };
-    caps.set_bounding(strip(caps.bounding()));
-    caps.set_effective(strip(caps.effective()));
-    caps.set_permitted(strip(caps.permitted()));
-    caps.set_inheritable(strip(caps.inheritable()));
-    caps.set_ambient(strip(caps.ambient()));
-    process.set_capabilities(Some(caps));
+    process.set_capabilities(Some(without_plant(caps).0));
     spec.set_process(Some(process));
+}
+
+/// `caps` without [`PLANT`] in any set, and whether any set held one.
+pub fn without_plant(caps: &LinuxCapabilities) -> (LinuxCapabilities, bool) {
+    let mut found = false;
+    let mut strip = |set: &Option<Capabilities>| -> Option<Capabilities> {
+        set.as_ref().map(|s| {
+            found |= s.iter().any(|c| PLANT.contains(c));
+            s.iter().filter(|c| !PLANT.contains(c)).copied().collect()
+        })
+    };
+    let mut out = caps.clone();
+    out.set_bounding(strip(caps.bounding()))
+        .set_effective(strip(caps.effective()))
+        .set_permitted(strip(caps.permitted()))
+        .set_inheritable(strip(caps.inheritable()))
+        .set_ambient(strip(caps.ambient()));
+    (out, found)
 }
 
 /// Add `held` to the bounding, effective and permitted sets of the spec's

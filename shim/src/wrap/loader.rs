@@ -10,7 +10,10 @@
 //! Choice: resolve rather than add a blanket `[fs] system = true`. For the
 //! program being executed (following one `#!` line to its interpreter) the
 //! interpreter named in its `PT_INTERP` is granted read+exec (only that
-//! file); when it is dynamic, or when anything is in `[fs] exec` (its
+//! file). A script's `#!` interpreter itself is not granted: the line is
+//! the script's, so a checkout's `./ci.sh` starting `#!/usr/bin/perl` ran
+//! perl under `--exec .` (a red team); it must be in `[fs] exec`, or the
+//! exec is refused (126). When the program is dynamic, or when anything is in `[fs] exec` (its
 //! children may be dynamic), the standard library directories (`/lib`,
 //! `/lib64`, `/usr/lib`, `/usr/lib64`, `/usr/local/lib`, those that exist)
 //! and `/etc/ld.so.cache` are granted *read* only — never exec, so nothing
@@ -65,15 +68,12 @@ pub fn grant(policy: &mut Policy, program: Option<&Path>) {
     }
 }
 
-/// The `PT_INTERP` of `program`, and of its `#!` interpreter if it is a
+/// The `PT_INTERP` of `program`, or of its `#!` interpreter if it is a
 /// script (one level, as the kernel's binfmt_script).
 fn interpreters(program: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     match shebang(program) {
-        Some(interp) => {
-            out.extend(elf_interp(&interp));
-            out.push(interp);
-        }
+        Some(interp) => out.extend(elf_interp(&interp)),
         None => out.extend(elf_interp(program)),
     }
     out

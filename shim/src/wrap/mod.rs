@@ -179,7 +179,9 @@ fn load_policy(opts: &WrapOptions, inline_ns: NetNamespace) -> Result<Policy> {
     };
     // `write = ["."]`, `read = ["~/.cargo"]`: this checkout, this user.
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    policy.resolve_relative(&cwd, &home);
+    policy
+        .resolve_relative(&cwd, &home)
+        .map_err(|e| Failure::config(e.to_string()))?;
     Ok(policy)
 }
 

@@ -188,10 +188,17 @@ impl Policy {
     /// paths at `home`, normalized and merged into their lists (duplicates
     /// dropped). Both should be absolute; non-UTF-8 parts are replaced
     /// lossily, since container paths are strings.
-    pub fn resolve_relative(&mut self, cwd: &Path, home: &Path) {
+    ///
+    /// A `.`-style path must also stay in the working directory once its
+    /// symlinks are resolved: a checkout is the repository's to shape, and
+    /// a committed `build -> ../..` made `write = ["./build"]` grant the
+    /// whole home directory (a red team). Such entries are located errors.
+    pub fn resolve_relative(&mut self, cwd: &Path, home: &Path) -> Result<(), crate::Error> {
         if self.relative.is_empty() {
-            return;
+            return Ok(());
         }
+        let real_cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        let mut escapes = Vec::new();
         let set = |l: &[String]| l.iter().cloned().collect::<HashSet<String>>();
         let mut seen = [set(&self.read), set(&self.exec), set(&self.write)];
         for r in std::mem::take(&mut self.relative) {
@@ -200,12 +207,37 @@ impl Policy {
                 Anchor::Home => home,
             };
             let path = normalize(&base.join(&r.rest).to_string_lossy());
+            if r.anchor == Anchor::Cwd {
+                if let Ok(real) = std::fs::canonicalize(&path) {
+                    if !real.starts_with(&real_cwd) {
+                        escapes.push(crate::policy::diags::diagnostic(
+                            &self.file,
+                            r.location,
+                            r.span.clone(),
+                            &format!("fs.{}", r.grant.name()),
+                            format!(
+                                "path \"{}\" leaves the working directory through a symlink (to {})",
+                                r.written,
+                                real.display()
+                            ),
+                            None,
+                            "remove the link from the checkout, or write the absolute path meant",
+                        ));
+                        continue;
+                    }
+                }
+            }
             let (list, seen) = match r.grant {
                 Grant::Read => (&mut self.read, &mut seen[0]),
                 Grant::Exec => (&mut self.exec, &mut seen[1]),
                 Grant::Write => (&mut self.write, &mut seen[2]),
             };
             push_unique(list, seen, path);
+        }
+        if escapes.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::Error::Policy(escapes))
         }
     }
 }

@@ -11,7 +11,7 @@
 //!   sizes, final syscall deny list) that rendering and `explain` work from.
 
 pub mod checked;
-mod diags;
+pub(crate) mod diags;
 pub mod egress;
 pub mod model;
 mod reader;
