@@ -2042,3 +2042,48 @@ fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
         text(&o.stderr)
     );
 }
+
+// ---------------------------------------------------------------------------
+// A hidden file moved from under its mask (red team)
+
+const HIDE_POLICY: &str = r#"
+version = 1
+name = "escape-hide-pinned"
+[fs]
+read = ["/work"]
+exec = ["/bin"]
+write = ["/tmp", "/work"]
+hide = ["/work/config/.env"]
+[[mount]]
+source = "./work"
+destination = "/work"
+options = ["rbind", "rw"]
+"#;
+
+#[test]
+fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
+    let t = "a_hidden_files_directory_cannot_be_moved_from_under_its_mask";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(HIDE_POLICY);
+    for d in ["config", "other"] {
+        fs::create_dir_all(s.work().join(d)).unwrap();
+    }
+    fs::write(s.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
+    // Refused: renaming the hidden file's directory (a mount point now);
+    // allowed: renaming its sibling. The hidden file reads empty.
+    let o = s.sh("mv /work/config /work/c2 2>/dev/null; echo config=$?; \
+         mv /work/other /work/o2; echo other=$?; wc -c < /work/config/.env");
+    assert_exit(&o, 0);
+    let lines: Vec<String> = text(&o.stdout)
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .collect();
+    assert_eq!(lines, ["config=1", "other=0", "0"], "{}", text(&o.stderr));
+    assert!(s.work().join("config/.env").exists());
+    assert!(s.work().join("o2").is_dir());
+    // The next container still finds the secret where the policy hides it.
+    let o = s.sh("wc -c < /work/config/.env; cat /work/c2/.env 2>/dev/null; true");
+    assert_eq!(text(&o.stdout).trim(), "0");
+}

@@ -251,7 +251,8 @@ impl Runtime {
         let mut spec = bundle.spec.clone();
         let rootfs = fs::canonicalize(bundle.rootfs())?;
         let rewritten =
-            super::compat::rewrite(id, &mut spec, &rootfs, &bundle.dir.join("config.json"))?;
+            super::compat::rewrite(id, &mut spec, &rootfs, &bundle.dir.join("config.json"))?
+                | super::mounts::pin_hidden_ancestors(&mut spec);
         let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
         let dir = self.root.join(SHADOW_DIR).join(id);
         let egress = super::egress::wants(&bundle.spec);

@@ -194,6 +194,74 @@ pub fn check_nested_sources(mounts: &[Mount], at: &str) -> Result<()> {
     Ok(())
 }
 
+/// Pins the directories between a writable bind and a path it hides
+/// (`linux.maskedPaths` below it): each becomes a bind of itself, a mount
+/// point, which `rename(2)` and `rmdir(2)` refuse (EBUSY). A hidden file's
+/// mask is a mount at its path made at create; a red team's step renamed
+/// the masked file's parent directory in the shared checkout, and the next
+/// container, masking a path that no longer existed, read the secret at
+/// the new name. Only real directories are pinned (a link there is left to
+/// the mask, which then covers nothing new); each pin follows its bind in
+/// the mount order, before deeper mounts. True if any was added.
+pub fn pin_hidden_ancestors(spec: &mut oci_spec::runtime::Spec) -> bool {
+    let masked = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.masked_paths().clone())
+        .unwrap_or_default();
+    let Some(mut mounts) = spec.mounts().clone() else {
+        return false;
+    };
+    let mut pins: Vec<(usize, Mount)> = Vec::new();
+    for hidden in masked.iter().map(|h| normalize(Path::new(h))) {
+        // The innermost writable bind holding the hidden path.
+        let Some((i, bind)) = mounts.iter().enumerate().rev().find(|(_, m)| {
+            let d = normalize(m.destination());
+            is_bind(m)
+                && !m.options().iter().flatten().any(|o| o == "ro")
+                && hidden.starts_with(&d)
+                && hidden != d
+        }) else {
+            continue;
+        };
+        let (Some(src), dest) = (bind.source().clone(), normalize(bind.destination())) else {
+            continue;
+        };
+        let Ok(rel) = hidden.strip_prefix(&dest) else {
+            continue;
+        };
+        let mut below = PathBuf::new();
+        for c in rel.parent().into_iter().flat_map(Path::components) {
+            below.push(c);
+            let host = src.join(&below);
+            let real = fs::canonicalize(&host).ok();
+            let is_real_dir = real.as_deref().is_some_and(|r| {
+                fs::canonicalize(&src).is_ok_and(|s| r == s.join(&below)) && r.is_dir()
+            });
+            let at = dest.join(&below);
+            if !is_real_dir || pins.iter().any(|(_, p)| p.destination() == &at) {
+                continue;
+            }
+            let mut pin = Mount::default();
+            pin.set_destination(at)
+                .set_typ(Some("bind".into()))
+                .set_source(Some(host))
+                .set_options(bind.options().clone());
+            pins.push((i, pin));
+        }
+    }
+    if pins.is_empty() {
+        return false;
+    }
+    // Inserted after their bind, last first so earlier indices hold.
+    pins.sort_by_key(|(i, _)| *i);
+    for (offset, (i, pin)) in pins.into_iter().enumerate() {
+        mounts.insert(i + 1 + offset, pin);
+    }
+    spec.set_mounts(Some(mounts));
+    true
+}
+
 /// A container path without `.`/`..` (lexically; `..` at the root stays).
 pub fn normalize(p: &Path) -> PathBuf {
     let mut out: Vec<OsString> = Vec::new();
