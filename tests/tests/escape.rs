@@ -2073,7 +2073,7 @@ fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
     fs::write(s.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
     // Refused: renaming the hidden file's directory (a mount point now);
     // allowed: renaming its sibling. The hidden file reads empty.
-    let o = s.sh("mv /work/config /work/c2 2>/dev/null; echo config=$?; \
+    let o = s.sh("mv /work/config /work/c2 2>/tmp/err; echo config=$?; \
          mv /work/other /work/o2; echo other=$?; wc -c < /work/config/.env");
     assert_exit(&o, 0);
     let lines: Vec<String> = text(&o.stdout)
@@ -2084,6 +2084,6 @@ fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
     assert!(s.work().join("config/.env").exists());
     assert!(s.work().join("o2").is_dir());
     // The next container still finds the secret where the policy hides it.
-    let o = s.sh("wc -c < /work/config/.env; cat /work/c2/.env 2>/dev/null; true");
+    let o = s.sh("wc -c < /work/config/.env; cat /work/c2/.env 2>/tmp/err; true");
     assert_eq!(text(&o.stdout).trim(), "0");
 }

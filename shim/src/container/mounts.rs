@@ -316,4 +316,52 @@ mod tests {
         assert!(resolve(&r, Path::new("/loop1")).is_err());
         let _ = fs::remove_dir_all(&r);
     }
+
+    #[test]
+    fn the_directories_above_a_hidden_path_are_pinned_after_their_bind() {
+        let host = tmp().join("pin");
+        fs::create_dir_all(host.join("config/deep")).unwrap();
+        symlink("config", host.join("link")).unwrap();
+        let bind = |dest: &str, src: &Path, opts: &[&str]| {
+            let mut m = Mount::default();
+            m.set_destination(dest.into())
+                .set_typ(Some("bind".into()))
+                .set_source(Some(src.to_path_buf()))
+                .set_options(Some(opts.iter().map(|o| o.to_string()).collect()));
+            m
+        };
+        let mut spec = oci_spec::runtime::Spec::default();
+        spec.set_mounts(Some(vec![
+            bind("/work", &host, &["rbind", "rw"]),
+            bind(
+                "/work/config/deep/out",
+                &host.join("config/deep"),
+                &["rbind", "rw"],
+            ),
+        ]));
+        let mut linux = spec.linux().clone().unwrap_or_default();
+        linux.set_masked_paths(Some(vec![
+            "/work/config/deep/.env".into(),
+            "/work/link/.env".into(),
+            "/proc/kcore".into(),
+        ]));
+        spec.set_linux(Some(linux));
+        assert!(pin_hidden_ancestors(&mut spec));
+        let dests: Vec<String> = spec
+            .mounts()
+            .iter()
+            .flatten()
+            .map(|m| m.destination().display().to_string())
+            .collect();
+        // Pinned right after /work, before the deeper bind; the link is not.
+        assert_eq!(
+            dests,
+            [
+                "/work",
+                "/work/config",
+                "/work/config/deep",
+                "/work/config/deep/out"
+            ]
+        );
+    }
 }
