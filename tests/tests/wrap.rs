@@ -719,3 +719,44 @@ fn wrap_logs_sigsys_kills_and_refused_execs_as_warnings() {
     assert_eq!(run(&[written.to_str().unwrap()]), (Some(126), false, true));
     assert_eq!(run(&["/usr/bin/true"]), (Some(0), false, false));
 }
+
+#[test]
+fn a_killed_wrap_takes_its_step_with_it_and_the_next_wrap_clears_its_leftovers() {
+    let t = "a_killed_wrap_takes_its_step_with_it_and_the_next_wrap_clears_its_leftovers";
+    if !need_root(t) {
+        return;
+    }
+    let dir = TempDir::new("wrapdead");
+    let p = policy(dir.path(), "");
+    let rt = Runtime::sandboy();
+    let id = unique_id("wrapdead");
+    let mut child = wrap(&rt, &p, &id, &["sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    rt.wait_status(&id, "running");
+    let step = rt.state(&id)["pid"].as_i64().unwrap();
+    // Refused: the step outliving its wrapper (a red team's SIGKILLed wrap
+    // left it running, reparented to pid 1).
+    child.kill().unwrap();
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{step}")).exists()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !std::path::Path::new(&format!("/proc/{step}")).exists(),
+        "the step outlived its wrap"
+    );
+    // Its state, bundle and cgroups go with the next root wrap, which
+    // itself runs as usual (the allowed counterpart).
+    let next = unique_id("wrapnext");
+    let o = capture(&mut wrap(&rt, &p, &next, &["true"]));
+    assert_exit(&o, 0);
+    assert_clean(&rt, &id);
+    assert_clean(&rt, &next);
+}

@@ -290,6 +290,7 @@ impl CreateOpts {
             no_pivot: self.no_pivot,
             preserve_fds: self.preserve_fds,
             learn: None,
+            die_with_caller: false,
         }
     }
 }

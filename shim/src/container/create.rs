@@ -142,6 +142,7 @@ impl Runtime {
                     .with_egress_seccomp(egress_guard)
                     .with_held(held)
                     .with_learning(learning.is_some())
+                    .with_die_with_caller(opts.die_with_caller)
                     .with_notify(
                         notify
                             .as_ref()

@@ -45,6 +45,24 @@ pub fn same_init(state_dir: &Path, pid: Option<Pid>) -> bool {
     start_time(pid).is_some_and(|now| recorded.trim().parse() == Ok(now))
 }
 
+/// This process as `"PID START-TIME"`, for [`alive`].
+pub fn this_process() -> String {
+    let me = Pid::this();
+    format!("{me} {}", start_time(me).unwrap_or(0))
+}
+
+/// Whether the process [`this_process`] described is still running.
+pub fn alive(recorded: &str) -> bool {
+    let mut words = recorded.split_whitespace();
+    let (Some(pid), Some(t)) = (words.next(), words.next()) else {
+        return false;
+    };
+    let (Ok(pid), Ok(t)) = (pid.parse::<i32>(), t.parse::<u64>()) else {
+        return false;
+    };
+    start_time(Pid::from_raw(pid)) == Some(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +77,8 @@ mod tests {
         assert!(same_init(&dir, Some(me)));
         std::fs::write(dir.join(FILE), "1").unwrap();
         assert!(!same_init(&dir, Some(me)), "another start time");
+        assert!(alive(&this_process()));
+        assert!(!alive(&format!("{me} 1")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

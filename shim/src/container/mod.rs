@@ -18,7 +18,7 @@ mod create;
 mod delete;
 pub mod egress;
 mod exec;
-mod identity;
+pub(crate) mod identity;
 pub mod learn;
 pub mod limits;
 pub mod loopback;
@@ -59,6 +59,8 @@ pub struct CreateOptions {
     pub preserve_fds: i32,
     /// Observe instead of confining and write the policy (`run --learn`).
     pub learn: Option<learn::Learning>,
+    /// The init dies with this process (root `wrap`).
+    pub die_with_caller: bool,
 }
 
 /// Where the runtime keeps state, and how it manages cgroups.

@@ -50,6 +50,9 @@ pub struct SandboyExecutor {
     /// `validate`, so that nothing of the runtime's own set-up is observed
     /// or waits on a listener nobody reads yet.
     learning: bool,
+    /// The init dies with the runtime process that made it (root `wrap`:
+    /// a wrapper killed by SIGKILL must not leave its step running).
+    die_with_caller: bool,
 }
 
 /// Where the confinement stands between `validate` and `exec`.
@@ -77,7 +80,14 @@ impl SandboyExecutor {
             held: Default::default(),
             notify: None,
             learning: false,
+            die_with_caller: false,
         }
+    }
+
+    /// Die with the caller (see the field).
+    pub fn with_die_with_caller(mut self, die: bool) -> Self {
+        self.die_with_caller = die;
+        self
     }
 
     /// Learn mode (see the field).
@@ -219,6 +229,12 @@ impl Executor for SandboyExecutor {
 
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
         reset_signals()?;
+        // The init is a child of the runtime's main process (libcontainer
+        // clones it as the intermediate's sibling): SIGKILL when that dies.
+        if self.die_with_caller {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(|e| ExecutorError::Other(format!("PR_SET_PDEATHSIG: {e}")))?;
+        }
         let stage = self.stage.take();
         let confinement = match stage {
             // Confined in validate; fds opened since must not leak either.

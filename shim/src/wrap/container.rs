@@ -35,6 +35,7 @@ pub struct Request {
 pub fn run(rt: &Runtime, mut policy: Policy, id: &str, req: Request) -> Result<Ran> {
     let id = id.to_string();
     validate_id(&id)?;
+    reap_orphans(rt);
     if rt.exists(&id) {
         return Err(Failure::runtime(format!("container with id exists: {id}")));
     }
@@ -82,6 +83,10 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, req: Request) -> Result<R
         });
     }
     fs::create_dir_all(&rootfs)?;
+    fs::write(
+        work.join(OWNER_FILE),
+        crate::container::identity::this_process(),
+    )?;
     let result = (|| {
         let mut spec = render::render(
             &policy,
@@ -100,6 +105,7 @@ pub fn run(rt: &Runtime, mut policy: Policy, id: &str, req: Request) -> Result<R
             &id,
             &CreateOptions {
                 bundle: work.clone(),
+                die_with_caller: true,
                 ..CreateOptions::default()
             },
             RunMode {
@@ -274,6 +280,47 @@ pub(super) fn set_recursive_attrs(path: &Path, attrs: u64, what: &str) -> Result
 }
 
 /// Remove the container, whatever happened to the command.
+/// In a wrap's temporary bundle: the wrap process (pid and start time)
+/// that owns it.
+const OWNER_FILE: &str = "owner";
+
+/// The containers of root wraps that were killed before they could clean
+/// up (their step died with them: `die_with_caller`): state, cgroups and
+/// temporary bundle, removed by the next root wrap. A bundle whose owner
+/// process is gone (or whose pid now names another process) is an
+/// orphan. Its directory is removed only when nothing is mounted below it
+/// (its mounts lived in the dead wrap's private mount namespace).
+fn reap_orphans(rt: &Runtime) {
+    let dir = rt.root.join(crate::container::WRAP_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return;
+    };
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for e in entries.flatten() {
+        let work = e.path();
+        let Ok(owner) = fs::read_to_string(work.join(OWNER_FILE)) else {
+            continue;
+        };
+        if crate::container::identity::alive(owner.trim()) {
+            continue;
+        }
+        let id = e.file_name().to_string_lossy().into_owned();
+        if validate_id(&id).is_err() {
+            continue;
+        }
+        tracing::info!(%id, "wrap: removing the leftovers of a killed wrap");
+        remove_container(rt, &id);
+        let (at, below) = (work.display().to_string(), format!("{}/", work.display()));
+        let busy = mounts
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .any(|m| m == at || m.starts_with(&below));
+        if !busy {
+            let _ = fs::remove_dir_all(&work);
+        }
+    }
+}
+
 fn remove_container(rt: &Runtime, id: &str) {
     if rt.exists(id) {
         if let Ok(mut c) = rt.load(id) {
@@ -295,5 +342,6 @@ fn cleanup(work: &Path, rootfs: &Path) {
         }
     }
     let _ = fs::remove_file(work.join("config.json"));
+    let _ = fs::remove_file(work.join(OWNER_FILE));
     let _ = fs::remove_dir(work);
 }
