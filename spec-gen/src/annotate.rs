@@ -6,27 +6,16 @@ use std::collections::BTreeMap;
 
 use crate::Policy;
 
-/// What of `policy` its annotations cannot carry to an engine's container
-/// (the engine's spec decides them): one line each.
+/// What of `policy` is not applied onto an engine's container from its
+/// annotations (as for a node policy without `allow_mounts`): one line
+/// each.
 pub fn not_carried(policy: &Policy) -> Vec<String> {
     let mut out = Vec::new();
-    if !policy.hide.is_empty() {
-        out.push(format!("[fs] hide ({})", policy.hide.join(", ")));
-    }
     if !policy.mounts.is_empty() {
-        out.push("[[mount]]".to_string());
+        out.push("[[mount]] (the engine's mounts stand)".to_string());
     }
-    for (key, set) in [
-        ("[limits] memory", policy.memory.is_some()),
-        ("[limits] pids", policy.pids.is_some()),
-        ("[limits] cpus", policy.cpus.is_some()),
-        ("[limits] nofile", policy.nofile.is_some()),
-        ("[limits] disk", policy.disk.is_some()),
-        ("[process] user", policy.user_set),
-    ] {
-        if set {
-            out.push(key.to_string());
-        }
+    if policy.disk.is_some() || policy.inodes.is_some() {
+        out.push("[limits] disk and inodes (the engine's mounts keep their sizes)".to_string());
     }
     out
 }

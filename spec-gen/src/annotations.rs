@@ -20,10 +20,11 @@ pub const POLICY_SHA256: &str = "dev.sandboy.policy.sha256";
 /// JSON of `[net] allow/deny/allow_cidr` and the proxy port: the egress
 /// gateway's rules (see docs/egress.md).
 pub const EGRESS: &str = "dev.sandboy.egress";
-/// JSON of the policy's seccomp profile (its deny list and guards), which
-/// `annotate` prints for engines that fill `linux.seccomp` with their own
-/// profile: the runtime installs it as a second filter after theirs.
-pub const SECCOMP: &str = "dev.sandboy.seccomp";
+/// The whole policy, its TOML text as one JSON string (one line, so YAML
+/// and podman's CSV keep it intact), `[[mount]]` tables blanked: what
+/// `annotate` prints for an engine's container. The runtime applies it
+/// onto the engine's spec exactly as a node policy (docs/node.md).
+pub const POLICY_TEXT: &str = "dev.sandboy.policy.text";
 /// `wasm` selects OCI-wasm mode (crun's convention).
 pub const OCI_HANDLER: &str = "run.oci.handler";
 /// `compat` / `compat-smart` select OCI-wasm mode (the wasm OCI image variant).
@@ -37,7 +38,7 @@ pub const ALL: &[&str] = &[
     POLICY,
     POLICY_SHA256,
     EGRESS,
-    SECCOMP,
+    POLICY_TEXT,
     OCI_HANDLER,
     WASM_VARIANT,
 ];

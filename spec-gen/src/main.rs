@@ -235,9 +235,12 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
         Command::Annotate { policy, format } => {
             let p = Policy::load(&policy)?;
             render::check_renderable(&p, Some(&oci_spec::runtime::Spec::default()))?;
-            let ann = render::engine_annotations(&p)?;
+            let src =
+                sandboy_spec_gen::input::read_text(&policy, sandboy_spec_gen::input::TEXT_MAX)
+                    .map_err(|e| Error::read("read policy", &policy, e))?;
+            let ann = render::engine_annotations(&p, &src)?;
             for what in sandboy_spec_gen::annotate::not_carried(&p) {
-                tracing::warn!("not carried by annotations: {what}; name a node policy instead (docs/node.md), which applies the whole policy");
+                tracing::warn!("not applied to an engine's container: {what}; name a node policy with allow_mounts to add binds (docs/node.md)");
             }
             use sandboy_spec_gen::annotate;
             stdout(&match format {

@@ -37,7 +37,7 @@ pub const OWNED: &[&str] = &[
     annotations::POLICY_SHA256,
     annotations::EGRESS,
     annotations::WASM_LIMITS,
-    annotations::SECCOMP,
+    annotations::POLICY_TEXT,
 ];
 
 /// Apply `policy` onto `spec` (see the module docs); returns the policy's

@@ -154,13 +154,14 @@ pub fn proxy_env(policy: &Policy) -> Vec<String> {
 }
 
 /// The sandboy annotations of a policy (SPEC §5), sorted by key.
-/// [`annotations`] with the policy's seccomp profile ([`SECCOMP`](crate::annotations::SECCOMP)),
-/// for an engine that passes its own `linux.seccomp` (what `annotate`
-/// prints; `generate` renders the profile into `linux.seccomp` instead).
-pub fn engine_annotations(policy: &Policy) -> Result<BTreeMap<String, String>, Error> {
+/// [`annotations`] with the whole policy ([`POLICY_TEXT`](crate::annotations::POLICY_TEXT)),
+/// for an engine that passes its own spec (what `annotate` prints;
+/// `generate` renders the policy into config.json instead). `src` is the
+/// policy file's text.
+pub fn engine_annotations(policy: &Policy, src: &str) -> Result<BTreeMap<String, String>, Error> {
     let mut ann = annotations(policy);
-    let profile = serde_json::to_string(&seccomp(policy)).map_err(oci_err)?;
-    ann.insert(crate::annotations::SECCOMP.to_string(), profile);
+    let text = serde_json::to_string(&crate::policy::without_mounts(src)).map_err(oci_err)?;
+    ann.insert(crate::annotations::POLICY_TEXT.to_string(), text);
     Ok(ann)
 }
 

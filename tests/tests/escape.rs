@@ -1881,20 +1881,26 @@ fn annotated(s: &Sandbox) -> serde_json::Map<String, serde_json::Value> {
 }
 
 #[test]
-fn an_engines_container_keeps_the_policys_seccomp_given_as_annotations() {
-    let t = "an_engines_container_keeps_the_policys_seccomp_given_as_annotations";
+fn an_engines_container_keeps_the_whole_policy_given_as_annotations() {
+    let t = "an_engines_container_keeps_the_whole_policy_given_as_annotations";
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(PLANT_POLICY);
+    // PLANT_POLICY with a hidden file.
+    let policy = PLANT_POLICY.replacen(
+        "write = [\"/tmp\", \"/work\"]\n",
+        "write = [\"/tmp\", \"/work\"]\nhide = [\"/work/victim\"]\n",
+        1,
+    );
+    let s = Sandbox::generated(&policy);
     let ann = annotated(&s);
-    assert!(ann.contains_key("dev.sandboy.seccomp"), "{ann:?}");
+    assert!(ann.contains_key("dev.sandboy.policy.text"), "{ann:?}");
     // The engine's spec: its own allow-all profile, the policy only as
     // annotations.
-    let engine = |keep_seccomp: bool| {
+    let engine = |whole_policy: bool| {
         let mut ann = ann.clone();
-        if !keep_seccomp {
-            ann.remove("dev.sandboy.seccomp");
+        if !whole_policy {
+            ann.remove("dev.sandboy.policy.text");
         }
         s.bundle.edit(|c| {
             c["linux"]["seccomp"] = serde_json::json!({"defaultAction": "SCMP_ACT_ALLOW"});
@@ -1902,13 +1908,20 @@ fn an_engines_container_keeps_the_policys_seccomp_given_as_annotations() {
         });
     };
     fs::copy(probe_bin().unwrap(), s.work().join("tool")).unwrap();
-    // Refused: the policy's setuid-modes guard travels with the
-    // annotations, as a second filter after the engine's.
+    // Refused: the whole policy travels with the annotations, its seccomp
+    // profile (the setuid-modes guard) installed after the engine's.
     engine(true);
     s.expect(&["chmod", "/work/tool", "4755"], "errno=EPERM");
     s.expect(&["chmod", "/work/tool", "0755"], "ok");
-    // Without it the engine's profile alone decides: the bit is set (this
-    // is what `annotate` printed before the annotation existed).
+    // And its hide path: the victim reads empty, its neighbour does not.
+    let o = s.sh("wc -c < /work/victim; wc -c < /work/file");
+    let counts: Vec<String> = text(&o.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(counts, ["0", "13"], "{}", text(&o.stderr));
+    // With Landlock's annotation alone the engine's profile decides: the
+    // bit is set (what `annotate` printed before the policy's text).
     engine(false);
     s.expect(&["chmod", "/work/tool", "4755"], "ok");
     use std::os::unix::fs::PermissionsExt;

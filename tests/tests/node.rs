@@ -539,3 +539,34 @@ fn policy_mounts_only_when_allowed() {
     );
     assert_eq!(run("allow_mounts = true\n"), "from the host\n");
 }
+
+#[test]
+fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
+    let Some(n) = Node::new(
+        "node::a_node_policys_user_and_open_files_apply_to_the_engines_process",
+        "",
+    ) else {
+        return;
+    };
+    n.policy(
+        "as-nobody",
+        &format!("{GATE_STEP}[process]\nuser = \"65534:65534\"\n")
+            .replace("pids = 64\n", "pids = 64\nnofile = 64\n"),
+    );
+    let script = "id -u; ulimit -n";
+    // Allowed counterpart: without the policy, the engine's root and limit.
+    let free = engine_bundle(script, &[]);
+    let id = unique_id("node-user-free");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&free, &id);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "0\n1024\n");
+    // Refused: the engine's uid 0 and its 1024 files (a red team's node
+    // policy saying nobody ran as root).
+    let b = engine_bundle(script, &[("dev.sandboy.policy", "as-nobody")]);
+    let id = unique_id("node-user");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&b, &id);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "65534\n64\n");
+}

@@ -22,8 +22,12 @@ pub fn load(file: Option<&Path>) -> Result<Policy> {
         ),
         None => (BUILT_IN.to_string(), "ownaudit-adapter.toml".to_string()),
     };
-    let policy = Policy::parse(&without_mounts(&src), &name, Path::new("/"))
-        .map_err(|e| Failure::config(e.to_string()))?;
+    let policy = Policy::parse(
+        &sandboy_spec_gen::policy::without_mounts(&src),
+        &name,
+        Path::new("/"),
+    )
+    .map_err(|e| Failure::config(e.to_string()))?;
     if !policy.is_wasm() {
         return Err(Failure::config(format!(
             "{name}: not an adapter policy: its [process] args[0] is not a .wasm component"
@@ -39,26 +43,6 @@ pub fn limits(policy: &Policy) -> Result<Limits> {
         .as_ref()
         .map_or(Ok(Limits::default()), Limits::from_wasm_limits)
         .map_err(|e| Failure::config(format!("{}: {e}", policy.file)))
-}
-
-/// Drops every `[[mount]]` table (up to the next table header). Lines keep
-/// their numbers (blanked, not removed), so diagnostics still point right.
-fn without_mounts(src: &str) -> String {
-    let mut skip = false;
-    src.lines()
-        .map(|line| {
-            let head = line.trim_start();
-            if head.starts_with('[') {
-                skip = head.starts_with("[[mount]]");
-            }
-            if skip {
-                ""
-            } else {
-                line
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

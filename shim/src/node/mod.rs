@@ -77,7 +77,7 @@ pub fn apply(
                 annotations::POLICY
             )))
         }
-        (None, None) => return annotated(&ann, at, seccomp_cache),
+        (None, None) => return annotated(&ann, spec, at, seccomp_cache),
     };
     let loaded = policies::load(&config.policy_dir, &name)?;
     if !loaded.policy.mounts.is_empty() && !config.allow_mounts {
@@ -109,28 +109,39 @@ pub fn apply(
     Ok(Some(Applied { profile, seccomp }))
 }
 
-/// The profile of a policy given by annotations (`annotate`'s
-/// [`SECCOMP`](annotations::SECCOMP)), installed like a node policy's: a
-/// second filter can only refuse more than the engine's, so a bundle's own
+/// A policy given by annotations (`annotate`'s
+/// [`POLICY_TEXT`](annotations::POLICY_TEXT)), applied onto `spec` as a
+/// node policy is (without its mounts): Landlock, seccomp as a second
+/// filter, hide paths, the stricter resources, user and open files. A
+/// policy only ever takes away from the engine's spec, so a bundle's own
 /// is taken as it is. Without it, `None`.
 fn annotated(
     ann: &std::collections::HashMap<String, String>,
+    spec: &mut Spec,
     at: &Path,
     seccomp_cache: &Path,
 ) -> Result<Option<Applied>> {
-    let Some(json) = ann.get(annotations::SECCOMP) else {
+    let Some(json) = ann.get(annotations::POLICY_TEXT) else {
         return Ok(None);
     };
+    let name = format!("{} (annotation {})", at.display(), annotations::POLICY_TEXT);
     let bad = |e: &dyn std::fmt::Display| {
         Failure::config(format!(
-            "{}: annotation {}: {e}; use the value `sandboy-spec-gen annotate` prints",
-            at.display(),
-            annotations::SECCOMP
+            "{name}: {e}; use the value `sandboy-spec-gen annotate` prints"
         ))
     };
-    let profile: LinuxSeccomp = serde_json::from_str(json).map_err(|e| bad(&e))?;
+    let text: String = serde_json::from_str(json).map_err(|e| bad(&e))?;
+    let policy = sandboy_spec_gen::Policy::parse(
+        &sandboy_spec_gen::policy::without_mounts(&text),
+        &name,
+        Path::new("/"),
+    )
+    .map_err(|e| Failure::config(e.to_string()))?;
+    let allow = sandboy_spec_gen::onto::Allow { mounts: false };
+    let profile = sandboy_spec_gen::onto::apply(&policy, spec, allow).map_err(|e| bad(&e))?;
     let seccomp =
         sandboy_confine::seccomp::compile_cached(&profile, seccomp_cache).map_err(|e| bad(&e))?;
+    tracing::info!(sha256 = %policy.sha256, "annotated policy applied");
     Ok(Some(Applied { profile, seccomp }))
 }
 

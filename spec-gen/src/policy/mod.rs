@@ -153,6 +153,28 @@ pub fn through_magic_link(path: &str) -> bool {
     }
 }
 
+/// `src` with every `[[mount]]` table (up to the next table header)
+/// blanked: a policy applied where host binds are not the policy's to add
+/// (an adapter's container, an engine's spec through annotations). Lines
+/// keep their numbers, so diagnostics still point right.
+pub fn without_mounts(src: &str) -> String {
+    let mut skip = false;
+    src.lines()
+        .map(|line| {
+            let head = line.trim_start();
+            if head.starts_with('[') {
+                skip = head.starts_with("[[mount]]");
+            }
+            if skip {
+                ""
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 impl Policy {
     /// Read and validate a policy file. Relative mount sources resolve
     /// against the file's directory.
