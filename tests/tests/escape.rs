@@ -1736,21 +1736,23 @@ fn generated_bundle_runs_container_root_as_an_unused_host_id() {
     host_ids.expect(&["read", "/outside/root-only"], "ok");
 }
 
+/// A policy named `name` with the `[fs]` lines `fs` and the host's
+/// `work/` bound read-write at /work (the shared checkout of these tests).
+fn work_policy(name: &str, fs: &str) -> String {
+    format!(
+        "version = 1\nname = \"{name}\"\n[fs]\n{fs}\n[[mount]]\nsource = \"./work\"\ndestination = \"/work\"\noptions = [\"rbind\", \"rw\"]\n"
+    )
+}
+
 // ---------------------------------------------------------------------------
 // A write subpath's bind source through a planted symlink (red team)
 
-const SUBPATH_POLICY: &str = r#"
-version = 1
-name = "escape-subpath"
-[fs]
-read = ["/work"]
-exec = ["/bin"]
-write = ["/tmp", "/work/out"]
-[[mount]]
-source = "./work"
-destination = "/work"
-options = ["rbind", "rw"]
-"#;
+fn subpath_policy() -> String {
+    work_policy(
+        "escape-subpath",
+        "read = [\"/work\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/work/out\"]",
+    )
+}
 
 #[test]
 fn a_subpath_bind_never_follows_a_link_planted_in_its_checkout() {
@@ -1758,7 +1760,7 @@ fn a_subpath_bind_never_follows_a_link_planted_in_its_checkout() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(SUBPATH_POLICY);
+    let s = Sandbox::generated(&subpath_policy());
     let out = s.work().join("out");
     fs::create_dir_all(&out).unwrap();
     // Generated again now that the host directory exists: spec-gen binds
@@ -1795,18 +1797,12 @@ fn a_subpath_bind_never_follows_a_link_planted_in_its_checkout() {
 // ---------------------------------------------------------------------------
 // File capabilities and device nodes planted in a rw bind (red team)
 
-const PLANT_POLICY: &str = r#"
-version = 1
-name = "escape-plant"
-[fs]
-read = ["/work"]
-exec = ["/bin"]
-write = ["/tmp", "/work"]
-[[mount]]
-source = "./work"
-destination = "/work"
-options = ["rbind", "rw"]
-"#;
+fn plant_policy() -> String {
+    work_policy(
+        "escape-plant",
+        "read = [\"/work\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/work\"]",
+    )
+}
 
 /// The bundle with an engine's capability sets (podman's and
 /// containerd's defaults hold CAP_SETFCAP and CAP_MKNOD), and its policy's
@@ -1842,7 +1838,7 @@ fn a_policy_container_plants_no_file_capability_or_device_node() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(PLANT_POLICY);
+    let s = Sandbox::generated(&plant_policy());
     with_engine_caps(&s, true);
     fs::copy(probe_bin().unwrap(), s.work().join("tool")).unwrap();
     // Refused: the xattr that makes a file-capability binary, and a device
@@ -1855,7 +1851,7 @@ fn a_policy_container_plants_no_file_capability_or_device_node() {
     s.expect(&["create", "/work/new"], "ok");
     // The same container without a policy (as runc runs it) keeps the
     // engine's capabilities: the refusal above is the policy's.
-    let plain = Sandbox::generated(PLANT_POLICY);
+    let plain = Sandbox::generated(&plant_policy());
     with_engine_caps(&plain, false);
     fs::copy(probe_bin().unwrap(), plain.work().join("tool")).unwrap();
     plain.expect(&["setfcap", "/work/tool"], "ok");
@@ -1886,8 +1882,8 @@ fn an_engines_container_keeps_the_whole_policy_given_as_annotations() {
     if !ready(t) {
         return;
     }
-    // PLANT_POLICY with a hidden file.
-    let policy = PLANT_POLICY.replacen(
+    // plant_policy() with a hidden file.
+    let policy = plant_policy().replacen(
         "write = [\"/tmp\", \"/work\"]\n",
         "write = [\"/tmp\", \"/work\"]\nhide = [\"/work/victim\"]\n",
         1,
@@ -2007,20 +2003,12 @@ fn a_recycled_init_pid_is_a_stopped_container_never_signalled_or_entered() {
 // ---------------------------------------------------------------------------
 // A rule path replaced by a symlink inside a write path (red team)
 
-const TOOLS_POLICY: &str = r#"
-version = 1
-name = "escape-tools"
-[landlock]
-mode = "enforce"
-[fs]
-read = ["/etc"]
-exec = ["/bin", "/work/tools"]
-write = ["/tmp", "/work"]
-[[mount]]
-source = "./work"
-destination = "/work"
-options = ["rbind", "rw"]
-"#;
+fn tools_policy() -> String {
+    work_policy(
+        "escape-tools",
+        "read = [\"/etc\"]\nexec = [\"/bin\", \"/work/tools\"]\nwrite = [\"/tmp\", \"/work\"]",
+    )
+}
 
 #[test]
 fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
@@ -2028,7 +2016,7 @@ fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(TOOLS_POLICY);
+    let s = Sandbox::generated(&tools_policy());
     let tools = s.work().join("tools");
     fs::create_dir_all(&tools).unwrap();
     fs::copy(probe_bin().unwrap(), tools.join("probe")).unwrap();
@@ -2059,19 +2047,9 @@ fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
 // ---------------------------------------------------------------------------
 // A hidden file moved from under its mask (red team)
 
-const HIDE_POLICY: &str = r#"
-version = 1
-name = "escape-hide-pinned"
-[fs]
-read = ["/work"]
-exec = ["/bin"]
-write = ["/tmp", "/work"]
-hide = ["/work/config/.env"]
-[[mount]]
-source = "./work"
-destination = "/work"
-options = ["rbind", "rw"]
-"#;
+fn hide_policy() -> String {
+    work_policy("escape-hide-pinned", "read = [\"/work\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\", \"/work\"]\nhide = [\"/work/config/.env\"]")
+}
 
 #[test]
 fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
@@ -2079,7 +2057,7 @@ fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
     if !ready(t) {
         return;
     }
-    let s = Sandbox::generated(HIDE_POLICY);
+    let s = Sandbox::generated(&hide_policy());
     for d in ["config", "other"] {
         fs::create_dir_all(s.work().join(d)).unwrap();
     }
