@@ -191,7 +191,8 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
             let json = if rootless {
                 generate_rootless(&p, &RenderOptions { rootfs, base })?
             } else {
-                render::generate(&p, &RenderOptions { rootfs, base })?
+                let dir = (bundle != Path::new("-")).then_some(bundle.as_path());
+                render::generate_in(&p, &RenderOptions { rootfs, base }, dir)?
             };
             if bundle == Path::new("-") {
                 return stdout(&json);

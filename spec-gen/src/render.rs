@@ -742,8 +742,18 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
 /// namespace ([`crate::userns`]); when it keeps host ids, a warning says
 /// why, since container root is then host root.
 pub fn generate(policy: &Policy, opts: &RenderOptions) -> Result<String, Error> {
+    generate_in(policy, opts, None)
+}
+
+/// [`generate`] for a bundle directory, against which a relative root is
+/// checked to be within a mapped root's reach.
+pub fn generate_in(
+    policy: &Policy,
+    opts: &RenderOptions,
+    bundle: Option<&Path>,
+) -> Result<String, Error> {
     let mut spec = render(policy, opts)?;
-    if let Some(why) = crate::userns::apply(policy, &mut spec)? {
+    if let Some(why) = crate::userns::apply(policy, &mut spec, bundle)? {
         tracing::warn!(
             "container root is host root (no user namespace): {why}; set [process] userns = true to map it anyway"
         );

@@ -40,6 +40,46 @@ pub enum Choice {
     Base,
 }
 
+/// The first directory on the way to `path` (itself included) that a
+/// mapped root cannot search, with its mode: host directories are owned
+/// by host ids, which the namespace does not map, so only their "other"
+/// execute bit lets it through (a `mktemp -d` bundle is 0700). `None` when
+/// every one can be searched, or `path` cannot be looked at.
+pub fn unsearchable(path: &std::path::Path) -> Option<(std::path::PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    // Not made yet (a bundle directory `generate` is about to create):
+    // from the nearest existing ancestor.
+    let path = path
+        .ancestors()
+        .find_map(|a| std::fs::canonicalize(a).ok())?;
+    path.ancestors().find_map(|d| {
+        let mode = std::fs::metadata(d).ok()?.permissions().mode();
+        (mode & 0o001 == 0).then(|| (d.to_path_buf(), mode & 0o7777))
+    })
+}
+
+/// Whether `spec` (rendered from `policy`) gets a user namespace, its
+/// relative root resolved against `bundle` where that is known.
+pub fn choose_in(policy: &Policy, spec: &Spec, bundle: Option<&std::path::Path>) -> Choice {
+    let choice = choose(policy, spec);
+    if choice != Choice::Mapped || policy.userns == Some(true) {
+        return choice;
+    }
+    let root = spec.root().as_ref().map(|r| r.path().clone());
+    let root = match (root, bundle) {
+        (Some(r), _) if r.is_absolute() => Some(r),
+        (Some(r), Some(b)) => Some(b.join(r)),
+        _ => None,
+    };
+    match root.as_deref().and_then(unsearchable) {
+        Some((dir, mode)) => Choice::HostIds(format!(
+            "the rootfs is out of a mapped root's reach: {} is mode {mode:o} (chmod o+x it to map container root)",
+            dir.display()
+        )),
+        None => Choice::Mapped,
+    }
+}
+
 /// Whether `spec` (rendered from `policy`) gets a user namespace.
 pub fn choose(policy: &Policy, spec: &Spec) -> Choice {
     let linux = spec.linux().as_ref();
@@ -117,8 +157,12 @@ pub fn explain(policy: &Policy) -> String {
 
 /// Give `spec` the default user namespace when [`choose`] says so; the
 /// reason when it keeps host ids.
-pub fn apply(policy: &Policy, spec: &mut Spec) -> Result<Option<String>, Error> {
-    match choose(policy, spec) {
+pub fn apply(
+    policy: &Policy,
+    spec: &mut Spec,
+    bundle: Option<&std::path::Path>,
+) -> Result<Option<String>, Error> {
+    match choose_in(policy, spec, bundle) {
         Choice::Base | Choice::Refused => Ok(None),
         Choice::HostIds(why) => Ok(Some(why)),
         Choice::Mapped => {

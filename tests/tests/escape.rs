@@ -2078,3 +2078,67 @@ fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
     let o = s.sh("wc -c < /work/config/.env; cat /work/c2/.env 2>/tmp/err; true");
     assert_eq!(text(&o.stdout).trim(), "0");
 }
+
+#[test]
+fn a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused() {
+    let t = "a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused";
+    if !ready(t) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bundle::busybox(&["/bin/true"]);
+    fs::set_permissions(b.path(), fs::Permissions::from_mode(0o700)).unwrap();
+    let host = TempDir::new("userns-reach");
+    let policy = host.path().join("p.toml");
+    fs::write(
+        &policy,
+        "version = 1\n[fs]\nexec = [\"/bin\"]\n[process]\nargs = [\"/bin/true\"]\n",
+    )
+    .unwrap();
+    // A 0700 bundle directory (`mktemp -d`): generate keeps host ids and
+    // says why; the container runs.
+    let o = capture(
+        Command::new(spec_gen_bin())
+            .args(["generate", "--policy"])
+            .arg(&policy)
+            .arg("--bundle")
+            .arg(b.path()),
+    );
+    assert_exit(&o, 0);
+    assert!(
+        text(&o.stderr).contains("out of a mapped root's reach"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(b.config()["linux"]["uidMappings"].is_null());
+    let rt = Runtime::sandboy();
+    let id = unique_id("reach");
+    let _g = rt.guard(&id);
+    assert_exit(
+        &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+    // A user namespace asked for all the same: one clear error, exit 2.
+    b.edit(|c| {
+        c["linux"]["namespaces"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"type": "user"}));
+        let map = serde_json::json!([{"containerID": 0, "hostID": 1879048192u32, "size": 65536}]);
+        c["linux"]["uidMappings"] = map.clone();
+        c["linux"]["gidMappings"] = map;
+    });
+    let id = unique_id("reach-refused");
+    let _g = rt.guard(&id);
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 2);
+    assert!(text(&o.stderr).contains("chmod o+x"), "{}", text(&o.stderr));
+    // Searchable: it runs mapped.
+    fs::set_permissions(b.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let id = unique_id("reach-ok");
+    let _g = rt.guard(&id);
+    assert_exit(
+        &rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+}

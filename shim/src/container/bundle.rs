@@ -110,6 +110,7 @@ fn check(
             rootfs.display()
         )));
     }
+    mapped_root_reaches(spec, &rootfs, &at.to_string())?;
     if let Some(mounts) = spec.mounts() {
         super::mounts::check(mounts, &rootfs, &at.to_string())?;
         super::mounts::check_nested_sources(mounts, &at.to_string())?;
@@ -212,5 +213,30 @@ impl Annotations {
                 Some(WasmLimits::decode(v).map_err(|e| Failure::config(e.to_string()))?);
         }
         Ok(out)
+    }
+}
+
+/// A container with a user namespace of its own, made by root, mounts its
+/// rootfs as the mapped root, which host directories that others cannot
+/// search keep out: said here, rather than libcontainer's bare EACCES
+/// from "bind mount rootfs".
+fn mapped_root_reaches(spec: &Spec, rootfs: &Path, at: &str) -> Result<()> {
+    use oci_spec::runtime::LinuxNamespaceType;
+    let new_userns = spec
+        .linux()
+        .iter()
+        .flat_map(|l| l.namespaces().iter().flatten())
+        .any(|n| n.typ() == LinuxNamespaceType::User && n.path().is_none());
+    if !new_userns || !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    match sandboy_spec_gen::userns::unsearchable(rootfs) {
+        Some((dir, mode)) => Err(Failure::config(format!(
+            "{at}: the container has a user namespace, and its root filesystem {} is out of the mapped root's reach: {} is mode {mode:o}; chmod o+x {}, or generate the bundle with [process] userns = false",
+            rootfs.display(),
+            dir.display(),
+            dir.display()
+        ))),
+        None => Ok(()),
     }
 }
