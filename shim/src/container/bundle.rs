@@ -145,16 +145,27 @@ fn check(
         .transpose()
 }
 
-/// Whether the spec makes a new pid namespace (not joined by path).
-pub fn own_pid_namespace(spec: &oci_spec::runtime::Spec) -> bool {
+/// Whether the spec makes a new namespace of type `typ` (not joined by
+/// path).
+fn own_namespace(spec: &Spec, typ: oci_spec::runtime::LinuxNamespaceType) -> bool {
     spec.linux()
         .as_ref()
         .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter().any(|n| {
-                n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid && n.path().is_none()
-            })
-        })
+        .is_some_and(|ns| ns.iter().any(|n| n.typ() == typ && n.path().is_none()))
+}
+
+/// Whether the spec makes a new pid namespace (not joined by path).
+pub fn own_pid_namespace(spec: &Spec) -> bool {
+    own_namespace(spec, oci_spec::runtime::LinuxNamespaceType::Pid)
+}
+
+/// Whether root is creating a container with a user namespace of its own:
+/// the container's root is then a mapped id, which host-owned directories
+/// treat as "others" (its rootfs must be searchable, its mount points made
+/// beforehand).
+pub fn root_maps_a_user_namespace(spec: &Spec) -> bool {
+    own_namespace(spec, oci_spec::runtime::LinuxNamespaceType::User)
+        && rustix::process::geteuid().is_root()
 }
 
 /// `dev.sandboy.timeout`, parsed (at create to refuse a bad one, and again
@@ -221,13 +232,7 @@ impl Annotations {
 /// search keep out: said here, rather than libcontainer's bare EACCES
 /// from "bind mount rootfs".
 fn mapped_root_reaches(spec: &Spec, rootfs: &Path, at: &str) -> Result<()> {
-    use oci_spec::runtime::LinuxNamespaceType;
-    let new_userns = spec
-        .linux()
-        .iter()
-        .flat_map(|l| l.namespaces().iter().flatten())
-        .any(|n| n.typ() == LinuxNamespaceType::User && n.path().is_none());
-    if !new_userns || !rustix::process::geteuid().is_root() {
+    if !root_maps_a_user_namespace(spec) {
         return Ok(());
     }
     match sandboy_spec_gen::userns::unsearchable(rootfs) {

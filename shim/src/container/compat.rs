@@ -312,12 +312,7 @@ pub fn prepare_rootfs(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
 /// The missing mount points of a user-namespaced container made by root
 /// (module doc), each resolved inside the rootfs.
 fn mount_points(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
-    let new_userns = spec
-        .linux()
-        .iter()
-        .flat_map(|l| l.namespaces().iter().flatten())
-        .any(|n| n.typ() == LinuxNamespaceType::User && n.path().is_none());
-    if !new_userns || !rustix::process::geteuid().is_root() {
+    if !super::bundle::root_maps_a_user_namespace(spec) {
         return Ok(());
     }
     let mounts = spec.mounts().as_deref().unwrap_or_default();
@@ -336,13 +331,7 @@ fn mount_points(spec: &Spec, rootfs: &Path, at: &Path) -> Result<()> {
         let file_source = m
             .source()
             .as_deref()
-            .filter(|_| {
-                m.typ().as_deref() == Some("bind")
-                    || m.options()
-                        .iter()
-                        .flatten()
-                        .any(|o| o == "bind" || o == "rbind")
-            })
+            .filter(|_| super::mounts::is_bind(m))
             .is_some_and(|s| std::fs::metadata(s).is_ok_and(|md| !md.is_dir()));
         let made = if file_source {
             file_in(rootfs, &resolved).map(drop)

@@ -148,7 +148,7 @@ pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
 }
 
 /// Whether a mount binds a host path.
-fn is_bind(m: &Mount) -> bool {
+pub(super) fn is_bind(m: &Mount) -> bool {
     m.typ().as_deref() == Some("bind")
         || m.options()
             .iter()
