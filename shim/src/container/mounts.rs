@@ -280,8 +280,10 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    fn tmp() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sandboy-mounts-{}", std::process::id()));
+    /// A fresh directory of this test's own (tests run in parallel threads
+    /// of one process).
+    fn tmp(test: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sandboy-mounts-{}-{test}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(d.join("data/sub")).unwrap();
         d
@@ -289,7 +291,7 @@ mod tests {
 
     #[test]
     fn symlinks_resolve_inside_the_rootfs() {
-        let r = tmp();
+        let r = tmp("resolve");
         symlink("/proc/sys/kernel", r.join("evil")).unwrap();
         symlink("../../../../proc", r.join("data/up")).unwrap();
         symlink("sub", r.join("data/rel")).unwrap();
@@ -319,7 +321,7 @@ mod tests {
 
     #[test]
     fn the_directories_above_a_hidden_path_are_pinned_after_their_bind() {
-        let host = tmp().join("pin");
+        let host = tmp("pin");
         fs::create_dir_all(host.join("config/deep")).unwrap();
         symlink("config", host.join("link")).unwrap();
         let bind = |dest: &str, src: &Path, opts: &[&str]| {
