@@ -126,6 +126,10 @@ impl Runtime {
         // the supervisor will collect them (nothing refuses while learning).
         let audited = confined(&bundle) && learning.is_none() && self.audit.collects();
         let seccomp = bundle.seccomp.clone().map(|s| s.with_log(audited));
+        // Before the init is forked: it and its children inherit it.
+        let session = audited
+            .then(crate::supervisor::audit::own_session)
+            .flatten();
         let egress_guard = match super::egress::guard(&bundle.spec, audited) {
             Ok(g) => g,
             Err(e) => {
@@ -203,7 +207,7 @@ impl Runtime {
                 claim::narrow_modes(&self.dir(id));
                 let learn = learning.zip(learn_socket).map(|(p, socket)| p.duty(socket));
                 let supervised = confined
-                    .and_then(|()| self.supervise(&container, &bundle, detach, learn))
+                    .and_then(|()| self.supervise(&container, &bundle, detach, learn, session))
                     .and_then(|()| {
                         super::write_pid_file(opts.pid_file.as_deref(), container.pid())
                     });
@@ -377,6 +381,7 @@ impl Runtime {
         bundle: &Bundle,
         detach: bool,
         learn: Option<crate::supervisor::learn::Duty>,
+        session: Option<u32>,
     ) -> Result<()> {
         let annotations = bundle.spec.annotations().clone().unwrap_or_default();
         let state_dir = self.dir(c.id());
@@ -386,7 +391,8 @@ impl Runtime {
         // While learning nothing refuses: no denial reports.
         let denials = (confined(bundle) && learn.is_none())
             .then(|| denials::Duty::prepare(c.id(), &state_dir, self.audit, denial_policy(bundle)))
-            .flatten();
+            .flatten()
+            .map(|d| denials::Duty { session, ..d });
         let egress = super::egress::listen(&annotations, init.as_raw())?;
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
@@ -462,14 +468,43 @@ fn confined(bundle: &Bundle) -> bool {
             .is_some_and(|l| l.seccomp().is_some())
 }
 
-/// Paths no policy change may expose: the spec's masked paths (`[fs] hide`).
+/// Paths no policy change may expose: the spec's masked paths (`[fs] hide`),
+/// and the calls whose only verdict is the guards' ENOSYS nudge.
 fn denial_policy(bundle: &Bundle) -> denials::Policy {
+    let linux = bundle.spec.linux().as_ref();
     denials::Policy {
-        hidden: bundle
-            .spec
-            .linux()
-            .as_ref()
+        hidden: linux
             .and_then(|l| l.masked_paths().clone())
             .unwrap_or_default(),
+        fallbacks: linux
+            .and_then(|l| l.seccomp().as_ref())
+            .map(enosys_only)
+            .unwrap_or_default(),
     }
+}
+
+/// The calls every rule of `seccomp` answers with ENOSYS and nothing else:
+/// the guards' `clone3`/`openat2`, which libc retries as `clone`/`openat`.
+/// The kernel's audit record keeps the ERRNO action but not the errno, so
+/// the collector tells this nudge from a refusal by the profile instead; a
+/// name some rule also refuses otherwise (EPERM, kill) is reported.
+fn enosys_only(seccomp: &oci_spec::runtime::LinuxSeccomp) -> Vec<String> {
+    use oci_spec::runtime::LinuxSeccompAction as A;
+    let rules = seccomp.syscalls().as_deref().unwrap_or_default();
+    let nudges = |r: &&oci_spec::runtime::LinuxSyscall| {
+        r.action() == A::ScmpActErrno && r.errno_ret() == Some(libc::ENOSYS as u32)
+    };
+    let mut names: Vec<String> = rules
+        .iter()
+        .filter(nudges)
+        .flat_map(|r| r.names().iter().cloned())
+        .collect();
+    names.retain(|n| {
+        !rules
+            .iter()
+            .any(|r| !nudges(&r) && r.action() != A::ScmpActAllow && r.names().contains(n))
+    });
+    names.sort();
+    names.dedup();
+    names
 }

@@ -107,6 +107,8 @@ impl Runtime {
         let notify = crate::init::seccomp_notify::Channel::open(&init_spec)?;
         let logged = crate::supervisor::denials::collecting(&self.dir(id));
         let seccomp = self.tenant_seccomp(&init_spec, logged)?;
+        // Its children's records carry it (see `denials::Members`).
+        let session = logged.then(crate::supervisor::audit::own_session).flatten();
         // The second filter of a node policy, as the init has it.
         let node_seccomp = crate::node::read_seccomp(c.bundle())?
             .map(|p| sandboy_confine::seccomp::compile(&p).map(|c| c.with_log(logged)))
@@ -152,7 +154,7 @@ impl Runtime {
         super::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;
         if logged {
             // Before the wait: see `denials::Members`.
-            let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw());
+            let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw(), session);
         }
         if opts.detach {
             return Ok(0);

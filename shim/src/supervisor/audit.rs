@@ -57,6 +57,44 @@ impl Mode {
     }
 }
 
+/// The session id the kernel prints as `ses=` when none was ever set.
+const SESSION_UNSET: u32 = u32::MAX;
+
+/// A fresh audit session for this process and all it forks from now on
+/// (the container's init and every descendant), so that the denial reports
+/// know the container's seccomp records by their `ses=` field: a
+/// short-lived child has often exited, its /proc entry gone, by the time
+/// its record is read. Writing /proc/self/loginuid starts a new session;
+/// the login uid stays what it was (rewriting it needs CAP_AUDIT_CONTROL,
+/// which root has), or, when it was never set (a service, CI), becomes the
+/// caller's uid as a login's would. `None` when the kernel refuses (login
+/// uids made immutable, an ordinary caller whose login uid is set): the
+/// reports then find members through /proc only.
+pub fn own_session() -> Option<u32> {
+    let loginuid: u32 = std::fs::read_to_string("/proc/self/loginuid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let uid = if loginuid == SESSION_UNSET {
+        nix::unistd::getuid().as_raw()
+    } else {
+        loginuid
+    };
+    std::fs::write("/proc/self/loginuid", uid.to_string()).ok()?;
+    session_of("self")
+}
+
+/// The audit session of process `pid` (or `self`), if it has one.
+pub fn session_of(pid: &str) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/sessionid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&s| s != SESSION_UNSET)
+}
+
 pub const AUDIT_GET: u16 = 1000;
 pub const AUDIT_SET: u16 = 1001;
 /// A user-space record type (the 1100–1199 range) for drain marks.

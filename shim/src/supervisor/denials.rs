@@ -248,6 +248,9 @@ fn unhex(s: &str) -> Option<String> {
 pub struct Policy {
     /// Paths nothing may expose (`[fs] hide`, the spec's `maskedPaths`).
     pub hidden: Vec<String>,
+    /// Calls the profile answers only with the ENOSYS nudge (see
+    /// [`is_fallback`]).
+    pub fallbacks: Vec<String>,
 }
 
 /// `path` under (or equal to) one of `roots`.
@@ -369,9 +372,13 @@ fn landlock_statement(
 /// spec-gen's guards): the call that matters comes next and is judged on
 /// its own, so this one refuses nothing and is no refusal to report (every
 /// threaded program would otherwise show one).
-fn is_fallback(f: &Fields) -> bool {
-    let enosys = seccomp_code(f) == Some(0x0005_0000 | libc::ENOSYS as u32);
-    enosys && matches!(syscall_name(f).as_deref(), Some("clone3" | "openat2"))
+///
+/// The kernel logs the ERRNO action without its errno (`code=0x50000` for
+/// ENOSYS and EPERM alike), so the profile says which calls only ever get
+/// the nudge: `fallbacks`, from the spec.
+fn is_fallback(f: &Fields, fallbacks: &[String]) -> bool {
+    let errno = seccomp_code(f).is_some_and(|c| c & 0xffff_0000 == 0x0005_0000);
+    errno && syscall_name(f).is_some_and(|n| fallbacks.contains(&n))
 }
 
 /// A seccomp record's `code`: the filter's return value (action | data).
@@ -425,6 +432,9 @@ pub struct Members {
     pidns: Option<u64>,
     /// The init's cgroup lines (`N:controllers:path`).
     cgroups: Vec<(String, String)>,
+    /// The audit session `create` gave the container alone
+    /// ([`super::audit::own_session`]), and those of `exec`'d processes.
+    session: Option<u32>,
 }
 
 fn pidns_of(pid: &str) -> Option<u64> {
@@ -458,7 +468,22 @@ impl Members {
             tenants: state_dir.join(TENANTS_FILE),
             pidns,
             cgroups,
+            session: None,
         }
+    }
+
+    /// Whether the process that made record `f` is the container's: its
+    /// session is one of the container's own (it may have exited), or its
+    /// pid is the container's now.
+    fn made(&self, f: &Fields) -> bool {
+        let ses = f.get("ses").and_then(|s| s.parse::<u32>().ok());
+        if ses.is_some() && ses == self.session {
+            return true;
+        }
+        f.get("pid")
+            .and_then(|p| p.parse().ok())
+            .is_some_and(|p| self.contains(p))
+            || ses.is_some_and(|s| self.is_tenant(&format!("ses {s}")))
     }
 
     /// Whether `pid` is the container's now.
@@ -490,14 +515,19 @@ impl Members {
 }
 
 /// Record a process added with `exec` as the container's, for the
-/// supervisor that is collecting its refusals (see [`Members`]).
-pub fn add_tenant(state_dir: &Path, pid: i32) -> std::io::Result<()> {
+/// supervisor that is collecting its refusals (see [`Members`]): its pid,
+/// and the audit session `exec` gave it (its children's records carry it).
+pub fn add_tenant(state_dir: &Path, pid: i32, session: Option<u32>) -> std::io::Result<()> {
+    let mut lines = format!("{pid}\n");
+    if let Some(s) = session {
+        lines.push_str(&format!("ses {s}\n"));
+    }
     fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
         .open(state_dir.join(TENANTS_FILE))?
-        .write_all(format!("{pid}\n").as_bytes())
+        .write_all(lines.as_bytes())
 }
 
 // ---------------------------------------------------------------------------
@@ -518,6 +548,8 @@ pub struct Duty {
     pub landlock: bool,
     /// The kernel's count of lost records when the container was created.
     pub lost_before: Option<u32>,
+    /// The audit session the container has to itself, if `create` got one.
+    pub session: Option<u32>,
 }
 
 impl Duty {
@@ -588,6 +620,7 @@ impl Duty {
             policy,
             landlock,
             lost_before,
+            session: None,
         })
     }
 }
@@ -666,6 +699,12 @@ impl Collector {
         }
     }
 
+    /// The container's own audit session (see [`Members`]).
+    pub fn with_session(mut self, session: Option<u32>) -> Self {
+        self.members.session = session;
+        self
+    }
+
     /// A collector of refusals [`Collector::record`]ed by other duties
     /// only (no audit records, no state directory): unprivileged wrap's
     /// egress gateway. The report is [`Collector::jsonl`], written by the
@@ -679,6 +718,7 @@ impl Collector {
                 tenants: PathBuf::new(),
                 pidns: None,
                 cgroups: Vec::new(),
+                session: None,
             },
             policy: Policy::default(),
             domains: HashSet::new(),
@@ -758,12 +798,7 @@ impl Collector {
                 LANDLOCK_ACCESS if r.get("domain").is_some_and(|d| self.domains.contains(d)) => {
                     found.extend(decode_landlock(r, syscall, &self.policy));
                 }
-                SECCOMP
-                    if r.get("pid")
-                        .and_then(|p| p.parse().ok())
-                        .is_some_and(|p| self.members.contains(p))
-                        && !is_fallback(r) =>
-                {
+                SECCOMP if self.members.made(r) && !is_fallback(r, &self.policy.fallbacks) => {
                     found.push(decode_seccomp(r));
                 }
                 _ => {}
@@ -938,16 +973,19 @@ mod tests {
 
     #[test]
     fn a_guard_s_enosys_nudge_to_the_older_call_is_no_refusal() {
+        // As this host's kernel logs an ERRNO verdict: the action without
+        // its errno (the spec's clone3 rule said ENOSYS).
         let clone3 = KILL.replace("syscall=101", "syscall=435");
-        let nudge = clone3.replace("code=0x80000000", "code=0x50026");
-        assert!(is_fallback(&parse(&rec(1326, &nudge)).unwrap()));
-        // EPERM on clone3, or a kill of it, is a refusal.
-        let eperm = clone3.replace("code=0x80000000", "code=0x50001");
-        assert!(!is_fallback(&parse(&rec(1326, &eperm)).unwrap()));
-        assert!(!is_fallback(&parse(&rec(1326, &clone3)).unwrap()));
-        // ENOSYS from a policy's deny of another call is reported.
-        let other = KILL.replace("code=0x80000000", "code=0x50026");
-        assert!(!is_fallback(&parse(&rec(1326, &other)).unwrap()));
+        let nudge = clone3.replace("code=0x80000000", "code=0x50000");
+        let guarded = ["clone3".to_owned()];
+        assert!(is_fallback(&parse(&rec(1326, &nudge)).unwrap(), &guarded));
+        // A profile that refuses clone3 otherwise has no fallback for it,
+        // and a kill of it is a refusal whatever the profile.
+        assert!(!is_fallback(&parse(&rec(1326, &nudge)).unwrap(), &[]));
+        assert!(!is_fallback(&parse(&rec(1326, &clone3)).unwrap(), &guarded));
+        // An ERRNO verdict on another call is reported.
+        let other = KILL.replace("code=0x80000000", "code=0x50000");
+        assert!(!is_fallback(&parse(&rec(1326, &other)).unwrap(), &guarded));
     }
 
     #[test]
@@ -999,6 +1037,7 @@ mod tests {
         );
         let hidden = Policy {
             hidden: vec!["/etc".into()],
+            ..Policy::default()
         };
         assert_eq!(decode_landlock(&a, Some(&s), &hidden).unwrap().allow, None);
         // An execve refused both rights is one exec refusal.

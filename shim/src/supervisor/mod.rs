@@ -184,6 +184,7 @@ fn supervise(
                 .as_ref()
                 .map_or_else(Default::default, |d| d.policy.clone()),
         )
+        .with_session(duties.denials.as_ref().and_then(|d| d.session))
     });
     // After the gateway's fork: learning observes on a thread.
     let mut learning = match duties.learn.take().map(|d| learn::start(&target.id, d)) {

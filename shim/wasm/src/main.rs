@@ -9,6 +9,10 @@
 //!   cached code from an inherited fd and run it; the exit status is the
 //!   container's;
 //! * `adapt` — `sandboy adapt` as an ordinary user, under the wrap tiers.
+//!
+//! The entry point is the C `main` (see [`main`]), not Rust's.
+
+#![no_main]
 
 use std::io::Write;
 use std::os::fd::FromRawFd;
@@ -18,7 +22,33 @@ use sandboy_wasm::{Cache, Kind, Limits, Prepared, WasmError};
 use sandboy_wasm_contract::host::{self, Command, PrepareReport, EXIT_REFUSED};
 use sandboy_wasm_contract::log;
 
-fn main() {
+/// The C entry point in place of Rust's `fn main`. Rust's start-up asks
+/// glibc for the main thread's stack bounds (for its stack-overflow
+/// message), and glibc reads `/proc/self/maps` for that: inside a container
+/// whose policy does not list /proc, every run then showed a refused read
+/// of `/proc/1/maps` in its denial report, a refusal of the runtime's own
+/// making. Without it a host stack overflow still ends the process by
+/// SIGSEGV (guest overflows are wasmtime's traps). Rust's two other
+/// start-up steps are kept here: standard fds that are closed are opened
+/// on /dev/null (so no file opened later lands on fd 0–2), and SIGPIPE is
+/// ignored (a closed stdout is an EPIPE error, not a silent death).
+/// `std::env::args` still works: glibc hands argv to std's `.init_array`.
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    for fd in 0..=2 {
+        // SAFETY: F_GETFD on any fd number is sound; an open of a static
+        // NUL-terminated path and `signal` with SIG_IGN have no
+        // preconditions.
+        unsafe {
+            if libc::fcntl(fd, libc::F_GETFD) == -1
+                && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != fd
+            {
+                libc::_exit(1);
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match Command::parse(&args) {
         Ok(Command::Prepare(p)) => prepare(&p),
@@ -30,7 +60,7 @@ fn main() {
         }
     };
     let _ = std::io::stdout().flush();
-    std::process::exit(code);
+    std::process::exit(code)
 }
 
 /// Exit 0 with the report, or the refusal: 2 for the payload or its
