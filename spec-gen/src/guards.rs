@@ -267,22 +267,26 @@ pub fn unix_sockets() -> LinuxSyscall {
 /// 32-bit form), `FS_IOC_FSSETXATTR` and `FS_IOC_SETVERSION` (both forms);
 /// reading them (`lsattr`) stays. In a write path too: the step cannot set
 /// `+C` (no copy-on-write) or `+c` there either, which programs treat as
-/// optional.
+/// optional. `file_setattr` (Linux 6.17) sets the same flags by path, with
+/// no ioctl at all (a red team's `+S +A +d` on `~/.ssh/id_ed25519`).
 pub fn file_attributes() -> Vec<LinuxSyscall> {
     let v = Verdict {
         action: SeccompAction::Errno,
         errno: Some(EPERM),
     };
-    [
-        0x4008_6602u64, // FS_IOC_SETFLAGS
-        0x4004_6602,    // FS_IOC32_SETFLAGS
-        0x401c_5820,    // FS_IOC_FSSETXATTR
-        0x4008_7602,    // FS_IOC_SETVERSION
-        0x4004_7602,    // FS_IOC32_SETVERSION
-    ]
-    .into_iter()
-    .map(|request| rule(&["ioctl"], v, vec![masked(1, INT, request)]))
-    .collect()
+    std::iter::once(rule(&["file_setattr"], v, vec![]))
+        .chain(
+            [
+                0x4008_6602u64, // FS_IOC_SETFLAGS
+                0x4004_6602,    // FS_IOC32_SETFLAGS
+                0x401c_5820,    // FS_IOC_FSSETXATTR
+                0x4008_7602,    // FS_IOC_SETVERSION
+                0x4004_7602,    // FS_IOC32_SETVERSION
+            ]
+            .into_iter()
+            .map(|request| rule(&["ioctl"], v, vec![masked(1, INT, request)])),
+        )
+        .collect()
 }
 
 /// The rules that keep a step which shares the host's pid and IPC

@@ -81,6 +81,12 @@ pub fn name(arch: Arch, nr: i64) -> Option<&'static str> {
     arch.table().find(|&&(_, n)| n == nr).map(|&(name, _)| name)
 }
 
+/// The highest syscall number known for `arch`: the newest syscall these
+/// tables were reviewed against.
+pub fn newest(arch: Arch) -> Option<i64> {
+    arch.table().map(|&(_, nr)| nr).max()
+}
+
 /// Every syscall name known for `arch`, in syscall-number order.
 pub fn names(arch: Arch) -> impl Iterator<Item = &'static str> {
     arch.table().map(|&(name, _)| name)

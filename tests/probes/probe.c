@@ -35,6 +35,7 @@
  *   prlimit PID | renice PID            (read another process's RLIMIT_NOFILE; set its
  *                                        nice value to what it is: both harmless)
  *   chattr PATH                         (FS_IOC_SETFLAGS: add FS_NOATIME_FL, "chattr +A")
+ *   fsetattr PATH                       (file_setattr(2), Linux 6.17: the same flag by path)
  *   setfcap PATH                        (security.capability: cap_setuid,cap_setgid=ep)
  *   mknod-char PATH                     (a 0666 character device 1:1, /dev/mem's)
  *   at-pid PID                          (host side: a process sleeping 60 s with exactly that pid)
@@ -162,6 +163,14 @@ static int raw_syscall(const char *name)
 		struct { unsigned long long set, clr, prop, userns; } attr = { 0, 1, 0, 0 };
 		const char *at = name[13] == ':' ? name + 14 : "/";
 		rc = syscall(442 /* SYS_mount_setattr */, AT_FDCWD, at, 0, &attr, sizeof attr);
+	} else if (!strncmp(name, "open_tree_attr", 14)) {
+		/* A detached copy of the mount at the path after "open_tree_attr:"
+		 * (or /) without MOUNT_ATTR_RDONLY (Linux 6.15). */
+		struct { unsigned long long set, clr, prop, userns; } attr = { 0, 1, 0, 0 };
+		const char *at = name[14] == ':' ? name + 15 : "/";
+		rc = syscall(467 /* SYS_open_tree_attr */, AT_FDCWD, at,
+			     1 /* OPEN_TREE_CLONE */ | O_CLOEXEC | 0x8000 /* AT_RECURSIVE */,
+			     &attr, sizeof attr);
 	} else if (!strcmp(name, "fsconfig"))
 		rc = syscall(431 /* SYS_fsconfig */, -1, 6 /* FSCONFIG_CMD_CREATE */, NULL, NULL, 0);
 	else if (!strcmp(name, "umount2"))
@@ -530,6 +539,14 @@ int main(int argc, char **argv)
 			return result(-1);
 		flags |= FS_NOATIME_FL;
 		return result(ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	} else if (!strcmp(cmd, "fsetattr") && a) {
+		/* struct file_attr: fa_xflags, then four u32 fields. */
+		struct { unsigned long long xflags; unsigned int ext, next, proj, cow; } fa;
+		memset(&fa, 0, sizeof fa);
+		if (syscall(468 /* SYS_file_getattr */, AT_FDCWD, a, &fa, sizeof fa, 0) != 0)
+			return result(-1);
+		fa.xflags |= 0x40; /* FS_XFLAG_NOATIME */
+		return result(syscall(469 /* SYS_file_setattr */, AT_FDCWD, a, &fa, sizeof fa, 0));
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;

@@ -222,8 +222,25 @@ fn the_landlock_tier_refuses_file_attribute_flags() {
     );
     assert_eq!(text(&o.stdout), "errno=EPERM\n", "{}", text(&o.stderr));
     assert_eq!(flags(&file), Some(before), "the flags changed");
+    // The same flag by path, with no ioctl: file_setattr (Linux 6.17).
+    let o = output_timeout(
+        user.cmd(&sandboy)
+            .args(["wrap", "--isolation", "landlock", "--exec"])
+            .arg(probe.parent().unwrap())
+            .arg("--ro")
+            .arg(&ro)
+            .arg("--")
+            .arg(&probe)
+            .arg("fsetattr")
+            .arg(&file),
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(text(&o.stdout), "errno=EPERM\n", "{}", text(&o.stderr));
+    assert_eq!(flags(&file), Some(before), "the flags changed");
     // Counterpart: outside the sandbox the user may.
     let o = capture(user.cmd(&probe).arg("chattr").arg(&file));
     assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
     assert_ne!(flags(&file), Some(before));
+    let o = capture(user.cmd(&probe).arg("fsetattr").arg(&file));
+    assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
 }

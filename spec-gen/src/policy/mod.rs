@@ -82,6 +82,7 @@ pub const DEFAULT_DENY: &[&str] = &[
     "nfsservctl",
     "open_by_handle_at",
     "open_tree",
+    "open_tree_attr",
     "perf_event_open",
     "pivot_root",
     "process_vm_readv",

@@ -23,7 +23,7 @@ use super::{bpf, compile_for, CompiledSeccomp};
 use crate::ConfineError;
 
 /// Bumped whenever the compiler's output or this format changes.
-const FORMAT: &str = "sandboy-seccomp-cache-1";
+const FORMAT: &str = "sandboy-seccomp-cache-2";
 const MAGIC: &[u8; 8] = b"SBOYBPF1";
 /// magic, sha256 of the rest, flags (u64), instruction count (u32), zero (u32).
 const HEADER: usize = 8 + 32 + 8 + 4 + 4;

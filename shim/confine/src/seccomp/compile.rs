@@ -6,7 +6,9 @@
 //!    the same unconditional action are one interval; on x86_64 the x32
 //!    numbers, `nr >= 0x40000000`, are one more);
 //! 3. for syscalls with conditional rules, their argument checks, rules in
-//!    order of precedence, the first whose conditions all hold deciding.
+//!    order of precedence, the first whose conditions all hold deciding;
+//! 4. numbers past the newest syscall in sandboy's tables fail with ENOSYS
+//!    when the default would let them run (see [`Filter::unreviewed`]).
 //!
 //! 64-bit arguments are compared a 32-bit word at a time, high word first,
 //! as libseccomp does on 64-bit architectures.
@@ -60,6 +62,14 @@ pub(crate) struct Filter {
     pub x32_guard: bool,
     pub default: u32,
     pub syscalls: BTreeMap<u32, Vec<Rule>>,
+    /// The first number past the newest syscall sandboy's tables know.
+    /// A profile that allows by default lists what it refuses, written
+    /// against the syscalls its authors knew: a syscall added to the kernel
+    /// later (`open_tree_attr` gave a container a writable copy of a
+    /// read-only bind; `file_setattr` set file flags by path) would run
+    /// unreviewed. Those numbers get [`x32_verdict`]'s ENOSYS instead, which
+    /// libc takes as "an older kernel" and falls back from. `None`: no cut.
+    pub unreviewed: Option<u32>,
 }
 
 /// The kernel's order of actions (it compares `ret & SECCOMP_RET_ACTION_FULL`
@@ -99,8 +109,14 @@ pub(crate) fn compile(filter: &Filter) -> BpfProgram {
         let body = rules_code(&mut b, rules, Target::Ret(filter.default));
         intervals.set(nr, body);
     }
+    let refused = Target::Ret(x32_verdict(filter.default));
+    if let Some(first) = filter.unreviewed {
+        intervals.set_from(first, refused);
+    }
     if filter.x32_guard {
-        intervals.set_from(X32_SYSCALL_BIT, Target::Ret(x32_verdict(filter.default)));
+        intervals.set_from(X32_SYSCALL_BIT, refused);
+    }
+    if filter.x32_guard || filter.unreviewed.is_some() {
         // -1 is no syscall: a ptrace tracer sets it to skip one, and the
         // filter runs again; like libseccomp, let the default decide.
         intervals.set(u32::MAX, Target::Ret(filter.default));

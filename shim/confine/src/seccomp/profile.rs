@@ -22,7 +22,7 @@ use oci_spec::runtime::{
 };
 use sandboy_spec_gen::syscalls::{self, Arch};
 
-use super::compile::{normalize, CmpOp, Cond, Filter, Rule};
+use super::compile::{normalize, x32_verdict, CmpOp, Cond, Filter, Rule};
 use crate::ConfineError;
 
 const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
@@ -199,9 +199,13 @@ pub(crate) fn filter(seccomp: &LinuxSeccomp, arch: Arch) -> Result<Filter, Confi
     for rules in table.values_mut() {
         normalize(rules);
     }
+    let newest = syscalls::newest(arch).and_then(|nr| u32::try_from(nr).ok());
     Ok(Filter {
         audit_arch: audit_arch(arch),
         x32_guard: arch == Arch::X86_64,
+        unreviewed: newest
+            .map(|nr| nr + 1)
+            .filter(|_| x32_verdict(default) != default),
         default,
         syscalls: table,
     })
