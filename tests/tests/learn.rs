@@ -151,7 +151,9 @@ fn a_learned_policy_never_grants_a_home_directory() {
                 "--",
                 "sh",
                 "-c",
-                "cat .a .b .c && echo x > .cache-x && ln -s .ssh k && cat k/id_ed25519 && ln -s / r && cat r/etc/hostname",
+                "cat .a .b .c && echo x > .cache-x && ln -s .ssh k && cat k/id_ed25519 && ln -s / r && cat r/etc/hostname \
+                 && mkdir -p .local/bin && echo x > .local/bin/ls && echo '[core]' >> .gitconfig \
+                 && rm \"$(mktemp)\" && mkdir -p src/out && echo y > src/out/f",
             ])
             .current_dir(&home),
     );
@@ -170,6 +172,21 @@ fn a_learned_policy_never_grants_a_home_directory() {
         "a symlink's name was granted:\n{policy}"
     );
     assert!(policy.contains("\"/etc/hostname\""), "{policy}");
+    // Writes that tools run later outside any sandbox (a red team planted
+    // ~/.local/bin/ls and a core.fsmonitor), and the host's shared /tmp,
+    // are never learned; a plain directory of the home is.
+    let write = policy
+        .lines()
+        .find(|l| l.starts_with("write = "))
+        .unwrap_or_default();
+    for never in [".local", ".gitconfig", ".cache-x"] {
+        assert!(
+            !write.contains(&format!("{home_s}/{never}")),
+            "{never} was granted:\n{policy}"
+        );
+    }
+    assert!(!write.contains("\"/tmp\""), "{policy}");
+    assert!(write.contains(&format!("\"{home_s}/src")), "{policy}");
     let o = capture(
         user.cmd(&sandboy)
             .args(["wrap", "--policy"])

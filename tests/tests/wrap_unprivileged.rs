@@ -670,6 +670,80 @@ fn the_namespaces_tier_stages_and_caps_writes_the_landlock_tier_refuses_caps() {
     assert_eq!(text(&o.stdout), "hello\n", "{}", text(&o.stderr));
 }
 
+/// A write path that holds a checkout (`--rw .`) does not take the
+/// repository's config, hooks or info through the commit: the user's next
+/// `git` runs them outside any sandbox (a red team's `pre-commit` hook
+/// read `~/.ssh`). The whole commit is refused; the same step's objects
+/// and sources are committed when it leaves the control files alone, and
+/// a write path inside `.git` is the user's to grant.
+#[test]
+fn a_checkouts_hooks_and_config_are_not_committed_from_a_write_path() {
+    let t = "a_checkouts_hooks_and_config_are_not_committed_from_a_write_path";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    if !namespaces_work(&env) {
+        skip(t, "unprivileged user namespaces are refused here");
+        return;
+    }
+    let policy = env.policy("repo", "none", "");
+    let repo = env.dir.path().join("out/repo");
+    for d in ["", ".git", ".git/hooks", ".git/objects"] {
+        fs::create_dir_all(repo.join(d)).unwrap();
+        env.user.chown(&repo.join(d));
+    }
+    fs::write(repo.join(".git/config"), "[core]\n").unwrap();
+    env.user.chown(&repo.join(".git/config"));
+    let shell = |policy: &Path, script: &str| {
+        output_timeout(
+            &mut env.wrap("namespaces", policy, &["sh", "-c", script]),
+            std::time::Duration::from_secs(60),
+        )
+    };
+    let r = repo.display();
+    for plant in [
+        format!("echo 'cat ~/.ssh/id_ed25519' > {r}/.git/hooks/pre-commit"),
+        format!("printf '\\tfsmonitor = cat ~/.ssh/id_ed25519\\n' >> {r}/.git/config"),
+    ] {
+        let o = shell(&policy, &format!("echo code > {r}/main.c && {plant}"));
+        assert_exit(&o, 1);
+        assert!(
+            text(&o.stderr).contains("refusing to commit")
+                && text(&o.stderr).contains("outside any sandbox"),
+            "{plant}: {}",
+            text(&o.stderr)
+        );
+        assert!(
+            !repo.join("main.c").exists(),
+            "{plant}: part of it was committed"
+        );
+        assert!(!repo.join(".git/hooks/pre-commit").exists(), "{plant}");
+        assert_eq!(
+            fs::read_to_string(repo.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+    }
+    // Counterparts: objects and sources commit; a write path inside .git
+    // lets the step change the hooks.
+    let o = shell(
+        &policy,
+        &format!("echo code > {r}/main.c && echo obj > {r}/.git/objects/ab"),
+    );
+    assert_exit(&o, 0);
+    assert!(repo.join("main.c").is_file() && repo.join(".git/objects/ab").is_file());
+    let hooks = env.dir.path().join("hooks.toml");
+    fs::write(
+        &hooks,
+        fs::read_to_string(&policy)
+            .unwrap()
+            .replace("write = [", &format!("write = [\"{r}/.git/hooks\", ")),
+    )
+    .unwrap();
+    let o = shell(&hooks, &format!("echo true > {r}/.git/hooks/pre-commit"));
+    assert_exit(&o, 0);
+    assert!(repo.join(".git/hooks/pre-commit").is_file());
+}
+
 /// Whether the namespaces tier can run here (unprivileged user namespaces).
 fn namespaces_work(env: &Env) -> bool {
     let o = env.probe(

@@ -22,6 +22,15 @@
 //!   links beyond the cap is refused whole (a red team committed 1.15 GiB
 //!   from a 10 MiB staging through a sparse file and fifteen links).
 //!
+//! * a repository's control files are not committed from a write path
+//!   that merely holds them: a change to `.git/config`, `.git/hooks/…`,
+//!   `.git/info/…`, or a `.git` that is not a directory (a `gitdir:` file
+//!   pointing elsewhere) refuses the whole commit. The user's next `git`
+//!   runs what those say (`core.fsmonitor`, hooks, filters) outside any
+//!   sandbox: a red team's step under `--rw .` planted a `pre-commit` hook
+//!   that read `~/.ssh`. A write path inside `.git` is the user's explicit
+//!   grant and commits as any other.
+//!
 //! Not carried over: extended attributes and ACLs of changed files, hard
 //! links (each name becomes its own file), sockets, device nodes (the step
 //! cannot make them), and the write path root's own mode and times. A
@@ -158,6 +167,19 @@ pub fn commit_dir_fds(
     opaque: &'static str,
 ) -> Result<Counts, CommitError> {
     fits(up, host)?;
+    let granted = host.components().any(|c| c.as_os_str() == ".git");
+    if !granted {
+        if let Some(planted) = repository_control(up, host, false)? {
+            return Err(CommitError {
+                what: "refusing to commit",
+                path: planted.display().to_string(),
+                source: std::io::Error::other(format!(
+                    "a repository's config, hooks and info run in the next git command, outside any sandbox; nothing was written (list \"{}\" in [fs] write if the step is to change them)",
+                    repository_of(&planted).display()
+                )),
+            });
+        }
+    }
     let mut w = Walk {
         counts: Counts::default(),
         opaque,
@@ -165,6 +187,49 @@ pub fn commit_dir_fds(
     };
     w.dir(up, to)?;
     Ok(w.counts)
+}
+
+/// The first staged entry below `dir` (the host path `at`) that is a
+/// repository's control file (see the module's documentation); `in_git`:
+/// `dir` is a `.git` directory.
+fn repository_control(
+    dir: BorrowedFd<'_>,
+    at: &Path,
+    in_git: bool,
+) -> Result<Option<std::path::PathBuf>, CommitError> {
+    for entry in Dir::read_from(dir).map_err(err("reading", at))? {
+        let entry = entry.map_err(err("reading", at))?;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let path = at.join(OsStr::from_bytes(bytes));
+        if in_git && matches!(bytes, b"config" | b"hooks" | b"info") {
+            return Ok(Some(path));
+        }
+        let Some(st) = lstat(dir, name).map_err(err("stat", &path))? else {
+            continue;
+        };
+        let is_dir = file_type(&st) == FileType::Directory;
+        if bytes == b".git" && !is_dir {
+            return Ok(Some(path));
+        }
+        if is_dir {
+            let sub = open_dir(dir, name).map_err(err("opening staged", &path))?;
+            if let Some(p) = repository_control(sub.as_fd(), &path, bytes == b".git")? {
+                return Ok(Some(p));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The `.git` directory (or file) `path` is in or is.
+fn repository_of(path: &Path) -> &Path {
+    path.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".git"))
+        .unwrap_or(path)
 }
 
 /// Copy the staged single file `staged` back over the host file `host`

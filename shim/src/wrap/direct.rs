@@ -123,6 +123,17 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
     if policy.cpus.is_some() {
         tracing::warn!(%id, %tier, "wrap: [limits] cpus is not applied without a cgroup");
     }
+    if tier == Tier::Landlock {
+        // Landlock grants whole trees: the commit's refusal of a
+        // repository's control files (`commit`) has no equivalent here.
+        for w in policy
+            .write
+            .iter()
+            .filter(|w| Path::new(w).join(".git").exists())
+        {
+            tracing::warn!(%id, %tier, path = %w, "wrap: this write path holds a repository: the step can change {w}/.git/hooks and config, which your next git runs outside any sandbox; the namespaces tier refuses such changes at its commit");
+        }
+    }
     Ok(())
 }
 
@@ -181,9 +192,23 @@ fn cstring(b: &[u8]) -> Result<CString> {
 
 /// The spec fragment `sandboy_confine` prepares from: the Landlock
 /// annotation and the rendered seccomp profile.
+///
+/// The namespaces tier's /tmp, when no write path, is a tmpfs of the step's
+/// own (`namespaces::build_root`): writable, as a step's `mktemp` or a
+/// compiler's temporary files expect (bubblewrap's `--tmpfs /tmp`), since
+/// nothing of the host's is there. Learned and suggested policies no
+/// longer grant the host's shared /tmp for them.
 fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
     let mut spec = Spec::default();
-    spec.set_annotations(Some(render::annotations(policy).into_iter().collect()));
+    let private_tmp = tier == Tier::Namespaces && !policy.write.iter().any(|w| w == "/tmp");
+    let annotations = if private_tmp {
+        let mut own = policy.clone();
+        own.write.push("/tmp".into());
+        render::annotations(&own)
+    } else {
+        render::annotations(policy)
+    };
+    spec.set_annotations(Some(annotations.into_iter().collect()));
     let linux = LinuxBuilder::default()
         .seccomp(with_host_guards(render::seccomp(policy), policy, tier))
         .build()

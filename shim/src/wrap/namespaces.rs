@@ -253,7 +253,14 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
         under("/dev") || (under("/tmp") && !policy.write.iter().any(|w| w == "/tmp"))
     };
     if !policy.write.iter().any(|w| w == "/tmp") {
-        tmpfs(&new.join("tmp"), "mode=1777")?;
+        // The step's own /tmp, writable (see `direct::confinement_spec`)
+        // and capped as a staged write path is.
+        let opts = format!(
+            "mode=1777,size={},nr_inodes={}",
+            policy.disk_cap().0,
+            policy.inode_cap()
+        );
+        tmpfs(&new.join("tmp"), &opts)?;
     }
     // Write paths read-write; paths a private /tmp or /dev hides, as listed.
     let mut binds: Vec<(&String, bool)> = policy

@@ -157,7 +157,7 @@ fn fs_paths(
             notes.push(format!(
                 "already allowed: {path} is under [fs] {list} {by:?}; the refusal came from elsewhere (a hidden path, a mount, another filter)"
             ));
-        } else if !opts.force && protected(&path, policy) {
+        } else if !opts.force && protected(list, &path, policy) {
             notes.push(format!(
                 "not suggested: {list} {path}: a protected path (pass --force to suggest it anyway)"
             ));
@@ -165,7 +165,7 @@ fn fs_paths(
             wanted.insert(path);
         }
     }
-    let may = |dir: &str| dir != "/" && (opts.force || !protected(dir, policy));
+    let may = |dir: &str| dir != "/" && (opts.force || !protected(list, dir, policy));
     let (wanted, collapsed) = collapse_siblings(wanted, opts.collapse, may);
     for (dir, n) in collapsed {
         notes.push(format!(
@@ -175,8 +175,8 @@ fn fs_paths(
     outermost(&wanted)
 }
 
-fn protected(path: &str, policy: &Policy) -> bool {
-    super::protect::protected(path, &policy.hide)
+fn protected(list: &str, path: &str, policy: &Policy) -> bool {
+    super::protect::protected_for(list, path, &policy.hide)
 }
 
 /// Whether `[syscalls] allow` is needed for `name` (it is on the built-in

@@ -80,6 +80,46 @@ pub fn protected(path: &str, hidden: &[String]) -> bool {
         || holds_protected_name(path)
 }
 
+/// Directories every process of the host shares: granting one grants the
+/// other processes' files in it (POSIX shared memory and semaphores, the
+/// user's Kerberos ticket cache `/tmp/krb5cc_<uid>`, tmux and ssh control
+/// sockets). A step that made one file there learned the whole directory.
+const SHARED: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue"];
+
+/// Whether granting **write** to `path` would grant something protected:
+/// all of [`protected`], and also
+///
+/// * a shared directory itself ([`SHARED`]; what is below it stays
+///   grantable);
+/// * a home's dot-entries and `~/bin`, and anything below them: tools run
+///   what is written there outside any sandbox (`~/.local/bin` is first on
+///   Debian's `PATH`, `~/.gitconfig`'s `core.fsmonitor` runs at the next
+///   `git`, a `.pth` file in `~/.local/lib` at the next python), so a
+///   narrow list of names was never enough;
+/// * a repository's control directory (`.git`, its hooks and config run at
+///   the user's next `git`) or a directory holding one (a checkout).
+pub fn protected_write(path: &str, hidden: &[String]) -> bool {
+    protected(path, hidden)
+        || SHARED.contains(&path)
+        || homes().iter().any(|h| {
+            path.strip_prefix(h.as_str())
+                .and_then(|rest| rest.strip_prefix('/'))
+                .and_then(|rest| rest.split('/').next())
+                .is_some_and(|first| first.starts_with('.') || first == "bin")
+        })
+        || path.split('/').any(|c| c == ".git")
+        || std::path::Path::new(path).join(".git").exists()
+}
+
+/// [`protected_write`] for `list = "write"`, [`protected`] otherwise.
+pub fn protected_for(list: &str, path: &str, hidden: &[String]) -> bool {
+    if list == "write" {
+        protected_write(path, hidden)
+    } else {
+        protected(path, hidden)
+    }
+}
+
 /// The caller's `$XDG_RUNTIME_DIR` and sandboy's user caches (compiled
 /// WebAssembly a step could swap for its own code).
 fn runtime_dirs() -> &'static [String] {
@@ -267,6 +307,38 @@ mod tests {
             "/root/src",
         ] {
             assert!(!protected(p, &[]), "{p}");
+        }
+        // Writes: shared directories themselves, a home's dot-entries and
+        // bin, a repository's control directory and a checkout.
+        let home = homes().iter().find(|h| h.as_str() != "/root").cloned();
+        for h in home.iter().chain(Some(&"/root".to_string())) {
+            for p in [
+                format!("{h}/.local"),
+                format!("{h}/.local/bin/ls"),
+                format!("{h}/.gitconfig"),
+                format!("{h}/.npmrc"),
+                format!("{h}/bin"),
+            ] {
+                assert!(protected_write(&p, &[]), "{p}");
+                assert!(!protected(&p, &[]), "{p}: reads stay grantable");
+            }
+            assert!(
+                !protected_write(&format!("{h}/src/out"), &[]),
+                "{h}/src/out"
+            );
+        }
+        for p in [
+            "/tmp",
+            "/dev/shm",
+            "/var/tmp",
+            "/dev/mqueue",
+            "/w/.git/hooks",
+            "/w/.git",
+        ] {
+            assert!(protected_write(p, &[]), "{p}");
+        }
+        for p in ["/tmp/build", "/dev/shm/x", "/w/src"] {
+            assert!(!protected_write(p, &[]), "{p}");
         }
         // A home directory holds the protected names: it and what holds
         // it are protected, what is inside it is not.

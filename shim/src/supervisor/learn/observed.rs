@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 
 use sandboy_spec_gen::suggest::edit;
-use sandboy_spec_gen::suggest::protect::{collapse_siblings, outermost, parent, protected, under};
+use sandboy_spec_gen::suggest::protect::{
+    collapse_siblings, outermost, parent, protected_for, under,
+};
 use sandboy_spec_gen::suggest::Edit;
 
 /// One observed access.
@@ -165,12 +167,12 @@ fn paths(
         if !exists(p) {
             continue;
         }
-        if protected(p, hidden) {
+        if protected_for(list, p, hidden) {
             notes.push(format!("not granted: {list} {p} (a protected path)"));
             continue;
         }
         let cut = cut(p, depth);
-        out.insert(if protected(&cut, hidden) {
+        out.insert(if protected_for(list, &cut, hidden) {
             p.clone()
         } else {
             cut
@@ -182,7 +184,7 @@ fn paths(
         ));
     }
     // Not into a top-level directory (`/usr`, `/etc`), never a protected one.
-    let may = |dir: &str| parent(dir) != "/" && !protected(dir, hidden);
+    let may = |dir: &str| parent(dir) != "/" && !protected_for(list, dir, hidden);
     let (out, collapsed) = collapse_siblings(out, SIBLINGS, may);
     for (dir, n) in collapsed {
         notes.push(format!(
@@ -273,17 +275,22 @@ mod tests {
                     list: "read",
                     path: "/usr/lib/os-release".into()
                 },
-                Edit::Path {
-                    list: "write",
-                    path: "/tmp".into()
-                },
+                // Not the host's shared /tmp: the compiler's temporary
+                // file there is a note (the namespaces tier gives the step
+                // a /tmp of its own).
                 Edit::Port {
                     list: "connect",
                     port: 443
                 },
             ]
         );
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n == "not granted: write /tmp (a protected path)"),
+            "{notes:?}"
+        );
         let text = policy_text(None, &edits, "# learned\n");
         assert!(text.starts_with("# learned\nversion = 1"), "{text}");
         assert!(text.contains("default_deny = true"), "{text}");
