@@ -105,6 +105,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .without_time()
+        // An unwritable stderr must not turn into a panic (exit 101): the
+        // default reports a failed write with eprintln!, which panics.
+        .log_internal_errors(false)
         .init();
 
     let cli = match Cli::try_parse() {
@@ -141,7 +144,7 @@ impl Report {
     fn error(&self, e: &Error) {
         let diags = e.diagnostics();
         if self.short || diags.is_empty() {
-            eprintln!("{}", printable(&e.to_string()));
+            stderr(&format!("{}\n", printable(&e.to_string())));
             return;
         }
         let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -156,15 +159,24 @@ impl Report {
             // report) is shown plain, every one of them escaped.
             match src {
                 Some(src) if color && printable(src) == src.as_str() => {
-                    eprint!("{}", d.render_snippet(src, true))
+                    stderr(&d.render_snippet(src, true))
                 }
-                Some(src) => eprint!("{}", printable(&d.render_snippet(src, false))),
-                None => eprintln!("{}", printable(&d.to_string())),
+                Some(src) => stderr(&printable(&d.render_snippet(src, false))),
+                None => stderr(&format!("{}\n", printable(&d.to_string()))),
             }
         }
     }
 }
 
+/// Write diagnostics to stderr, ignoring a failure to: a full or closed
+/// stderr must leave the exit status what it would be (eprint! panics).
+fn stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+/// Write output to stdout; a failure is an I/O error (exit 1), never a
+/// panic as print! would be.
 fn stdout(text: &str) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
@@ -215,9 +227,16 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
         }
         Command::Check { policies } => {
             let mut worst: Option<Error> = None;
+            // An unwritable stdout must not stop the check of the rest:
+            // a policy error still decides the exit status.
+            let mut unwritten: Option<Error> = None;
             for path in &policies {
                 match Policy::load(path) {
-                    Ok(_) => stdout(&format!("{}: ok\n", path.display()))?,
+                    Ok(_) => {
+                        if let Err(e) = stdout(&format!("{}: ok\n", path.display())) {
+                            unwritten.get_or_insert(e);
+                        }
+                    }
                     Err(e) => {
                         report.error(&e);
                         // A policy error (2) outranks an unreadable file (1).
@@ -227,9 +246,10 @@ fn run(command: Command, report: &Report) -> Result<(), Error> {
                     }
                 }
             }
-            match worst {
-                None => Ok(()),
-                Some(e) => std::process::exit(i32::from(e.exit_code())),
+            match (worst, unwritten) {
+                (None, None) => Ok(()),
+                (None, Some(e)) => Err(e),
+                (Some(e), _) => std::process::exit(i32::from(e.exit_code())),
             }
         }
         Command::Explain { policy } => stdout(&explain::explain(&Policy::load(&policy)?)),
@@ -298,10 +318,13 @@ fn suggest(
     let reports: Vec<&Path> = reports.iter().map(PathBuf::as_path).collect();
     let s = suggest::suggest(policy, &reports, &suggest::Options { force, collapse })?;
     for n in &s.notes {
-        eprintln!("note: {}", printable(n));
+        stderr(&format!("note: {}\n", printable(n)));
     }
     if s.diff.is_empty() {
-        eprintln!("{}: nothing to change", policy.display());
+        stderr(&format!(
+            "{}: nothing to change\n",
+            printable(&policy.display().to_string())
+        ));
         return Ok(());
     }
     // The edited text must still be a valid policy before it is shown or

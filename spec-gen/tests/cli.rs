@@ -344,3 +344,60 @@ fn odd_inputs_and_planted_outputs() {
         .contains("\"ociVersion\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A full or closed stderr (or stdout) keeps the exit status: errors are
+/// written ignoring a failed write instead of panicking (exit 101).
+#[test]
+fn unwritable_output_keeps_the_exit_status() {
+    use std::process::Stdio;
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let bad = "spec-gen/tests/bad/bad_version.toml";
+    let cases: [&[&str]; 4] = [
+        &["check", bad],
+        &["--short", "check", bad],
+        &["explain", bad],
+        &["generate", "--policy", bad, "--bundle", "-"],
+    ];
+    for args in cases {
+        for closed in [false, true] {
+            let mut cmd = bin();
+            cmd.args(args).current_dir(repo()).stdout(Stdio::null());
+            // A closed stderr: the read end of a pipe dropped at once.
+            if closed {
+                cmd.stderr(Stdio::piped());
+            } else {
+                cmd.stderr(full());
+            }
+            let mut child = cmd.spawn().unwrap();
+            drop(child.stderr.take());
+            assert_eq!(
+                child.wait().unwrap().code(),
+                Some(2),
+                "{args:?} closed={closed}"
+            );
+        }
+    }
+    // Allowed: the same failure is still reported when stderr works.
+    let o = run(&["check", bad]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!o.stderr.is_empty());
+    // stdout full: an ok policy is an I/O error (1), a bad one still 2.
+    let status = |args: &[&str]| {
+        bin()
+            .args(args)
+            .current_dir(repo())
+            .stdout(full())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(status(&["check", "policies/strict.toml"]), Some(1));
+    assert_eq!(status(&["check", "policies/strict.toml", bad]), Some(2));
+    assert_eq!(status(&["explain", "policies/strict.toml"]), Some(1));
+}

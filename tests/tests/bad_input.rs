@@ -88,6 +88,37 @@ fn invalid_config_field_is_located() {
     b.edit(|c| c["process"]["args"] = serde_json::json!([]));
     expect(&rt.create(&b, &id), 2, &["process.args is empty"]);
     assert_nothing_left(&rt, &id);
+    // (uid_t)-1 is "leave unchanged" to setresuid: a red team's container
+    // with that user ran as root. A NUL in the environment panicked the
+    // init. Next to each, the allowed counterpart.
+    for (field, bad, good, said) in [
+        (
+            "user",
+            serde_json::json!({"uid": 4294967295u32, "gid": 0}),
+            serde_json::json!({"uid": 4294967294u32, "gid": 0}),
+            "process.user.uid 4294967295 is (uid_t)-1",
+        ),
+        (
+            "user",
+            serde_json::json!({"uid": 0, "gid": 4294967295u32}),
+            serde_json::json!({"uid": 0, "gid": 65534}),
+            "process.user.gid 4294967295",
+        ),
+        (
+            "env",
+            serde_json::json!(["PATH=/bin", "A=x\u{0}y"]),
+            serde_json::json!(["PATH=/bin", "A=xy"]),
+            "process.env[1]",
+        ),
+    ] {
+        let b = Bundle::busybox(&["true"]);
+        b.edit(|c| c["process"][field] = bad.clone());
+        expect(&rt.create(&b, &id), 2, &[said]);
+        assert_nothing_left(&rt, &id);
+        b.edit(|c| c["process"][field] = good.clone());
+        assert_exit(&rt.create(&b, &id), 0);
+        assert_exit(&rt.run(&["delete", "--force", &id]), 0);
+    }
 }
 
 #[test]

@@ -569,4 +569,52 @@ fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
     let o = n.run(&b, &id);
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout), "65534\n64\n");
+
+    // exec: the engine's process.json (podman and containerd always send
+    // one) said uid 0, 4096 files and no no_new_privs; a red team's exec'd
+    // process ran as root. It runs as the init's user with its limits.
+    let b = engine_bundle("sleep 30", &[("dev.sandboy.policy", "as-nobody")]);
+    let id = unique_id("node-user-exec");
+    let _g = n.rt.guard(&id);
+    assert_exit(
+        &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+    assert_exit(&n.sandboy(&["start", &id]), 0);
+    let nnp = "id -u; ulimit -n; grep NoNewPrivs /proc/self/status";
+    let process = b.path().join("exec-process.json");
+    fs::write(
+        &process,
+        serde_json::json!({
+            "user": {"uid": 0, "gid": 0}, "cwd": "/", "noNewPrivileges": false,
+            "args": ["sh", "-c", nnp], "env": ["PATH=/bin"],
+            "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 4096, "hard": 4096}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let o = n.sandboy(&["exec", "--process", process.to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        text(&o.stdout),
+        "65534\n64\nNoNewPrivs:\t1\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let o = n.sandboy(&["exec", &id, "sh", "-c", nnp]);
+    assert_eq!(
+        text(&o.stdout),
+        "65534\n64\nNoNewPrivs:\t1\n",
+        "{}",
+        text(&o.stderr)
+    );
+    // Asked for by flag: refused, with the user the policy gives.
+    let o = n.sandboy(&["exec", "--user", "0:0", &id, "id", "-u"]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("65534:65534"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_exit(&n.sandboy(&["delete", "--force", &id]), 0);
 }

@@ -98,6 +98,7 @@ fn check(
             process.cwd()
         )));
     }
+    check_process(process, &at.to_string())?;
     let root = spec.root().as_ref().ok_or_else(|| {
         Failure::config(format!(
             "{at}: \"root\" is missing; set root.path to the rootfs"
@@ -143,6 +144,48 @@ fn check(
                 .map_err(|e| Failure::config(format!("{at}: linux.seccomp: {e}")))
         })
         .transpose()
+}
+
+/// What the kernel would misread in a process (config.json's, or an
+/// `exec --process` file at `at`): an id of 4294967295 is `(uid_t)-1`,
+/// which `setresuid` takes as "leave unchanged", so a red team's step
+/// with that user ran as root; a NUL byte in an environment entry or an
+/// argument panicked the container's init.
+pub fn check_process(process: &oci_spec::runtime::Process, at: &str) -> Result<()> {
+    let user = process.user();
+    let ids = [("uid", user.uid()), ("gid", user.gid())]
+        .into_iter()
+        .chain(
+            user.additional_gids()
+                .iter()
+                .flatten()
+                .map(|&g| ("additionalGids", g)),
+        );
+    for (field, id) in ids {
+        if id == u32::MAX {
+            return Err(Failure::config(format!(
+                "{at}: process.user.{field} 4294967295 is (uid_t)-1, which the kernel takes as \"leave the id unchanged\" (the process would keep the runtime's, root's); give a real id such as 65534"
+            )));
+        }
+    }
+    for (i, e) in process.env().iter().flatten().enumerate() {
+        if e.contains('\0') || !e.contains('=') || e.starts_with('=') {
+            return Err(Failure::config(format!(
+                "{at}: process.env[{i}] {e:?} is not NAME=VALUE without NUL bytes; fix or remove the entry"
+            )));
+        }
+    }
+    if let Some(i) = process
+        .args()
+        .iter()
+        .flatten()
+        .position(|a| a.contains('\0'))
+    {
+        return Err(Failure::config(format!(
+            "{at}: process.args[{i}] holds a NUL byte, which no program argument can; remove it"
+        )));
+    }
+    Ok(())
 }
 
 /// Whether the spec makes a new namespace of type `typ` (not joined by

@@ -54,17 +54,17 @@ impl Runtime {
             })?;
         // A policy's init holds neither; no exec'd process may either: asked
         // by --cap, refused; in an engine's process.json (containerd's and
-        // podman's default sets hold both), taken out of a copy.
-        let stripped = if crate::init::privilege::policy_confined(&init_spec) {
+        // podman's default sets hold both), taken out of a copy that also
+        // gets the init's user, limits and no_new_privs.
+        if crate::init::privilege::policy_confined(&init_spec) {
             refuse_plant(&opts.cap)?;
-            match &opts.process {
-                Some(p) => strip_plant(p, &self.dir(id))?,
-                None => None,
-            }
-        } else {
-            None
+        }
+        super::exec_process::check_user_flags(&init_spec, opts.uid, opts.gid)?;
+        let rewritten = match &opts.process {
+            Some(p) => super::exec_process::held_to_init(p, &self.dir(id), &init_spec)?,
+            None => None,
         };
-        if let Some(copy) = &stripped {
+        if let Some(copy) = &rewritten {
             opts.process = Some(copy.0.clone());
         }
         // Without --process, the new process gets the init's capability
@@ -248,36 +248,5 @@ fn refuse_plant(cap: &[String]) -> Result<()> {
             "exec --cap {c}: never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"
         ))),
         None => Ok(()),
-    }
-}
-
-/// A copy of process.json `p` without [`PLANT`](crate::init::privilege::PLANT)
-/// in its capability sets, in `state_dir` and removed when dropped; `None`
-/// when `p` asks for none of them.
-fn strip_plant(p: &Path, state_dir: &Path) -> Result<Option<TempProcess>> {
-    let text = sandboy_spec_gen::input::read_bytes(p, sandboy_spec_gen::input::TEXT_MAX, 0)
-        .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
-    let mut process: oci_spec::runtime::Process = serde_json::from_slice(&text)
-        .map_err(|e| Failure::config(format!("--process {}: {e}", p.display())))?;
-    let Some(caps) = process.capabilities() else {
-        return Ok(None);
-    };
-    let (caps, found) = crate::init::privilege::without_plant(caps);
-    if !found {
-        return Ok(None);
-    }
-    process.set_capabilities(Some(caps));
-    let copy = state_dir.join(format!("exec-process-{}.json", std::process::id()));
-    let json = serde_json::to_vec(&process).map_err(|e| Failure::runtime(e.to_string()))?;
-    sandboy_spec_gen::output::replace(&copy, &json, 0o600)?;
-    Ok(Some(TempProcess(copy)))
-}
-
-/// A process.json of the runtime's own, removed when dropped.
-struct TempProcess(PathBuf);
-
-impl Drop for TempProcess {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }

@@ -18,6 +18,7 @@ mod create;
 mod delete;
 pub mod egress;
 mod exec;
+mod exec_process;
 pub(crate) mod identity;
 pub mod learn;
 pub mod limits;

@@ -29,6 +29,11 @@ pub struct SandboyExecutor {
     /// a tenant's spec with a fresh `linux` section that drops it, and an
     /// exec'd process must be exactly as confined as the init.
     inherited_seccomp: Option<LinuxSeccomp>,
+    /// A policy-confined init's resource limits, which an exec'd process
+    /// may not exceed (libcontainer gives a tenant without a process.json
+    /// the runtime's own: a red team's exec had 1024 open files under a
+    /// policy's 64).
+    inherited_rlimits: Vec<oci_spec::runtime::PosixRlimit>,
     /// The spec's `linux.seccomp`, compiled by the runtime while checking
     /// the bundle (not compiled again in the init).
     seccomp: Option<sandboy_confine::CompiledSeccomp>,
@@ -73,6 +78,7 @@ impl SandboyExecutor {
             preserve_fds: preserve_fds.max(0) as u32,
             wasm: None,
             inherited_seccomp: None,
+            inherited_rlimits: Vec::new(),
             seccomp: None,
             node_seccomp: None,
             egress_seccomp: None,
@@ -134,6 +140,13 @@ impl SandboyExecutor {
     pub fn for_tenant(id: &str, preserve_fds: i32, init: &Spec) -> Self {
         let mut e = Self::new(id, preserve_fds);
         e.inherited_seccomp = init.linux().as_ref().and_then(|l| l.seccomp().clone());
+        if crate::init::privilege::policy_confined(init) {
+            e.inherited_rlimits = init
+                .process()
+                .as_ref()
+                .and_then(|p| p.rlimits().clone())
+                .unwrap_or_default();
+        }
         e
     }
 
@@ -229,6 +242,8 @@ impl Executor for SandboyExecutor {
 
     fn exec(&self, spec: &Spec) -> Result<(), ExecutorError> {
         reset_signals()?;
+        crate::init::privilege::no_looser_than(&self.inherited_rlimits)
+            .map_err(|e| ExecutorError::Other(format!("resource limits: {e}")))?;
         // The init is a child of the runtime's main process (libcontainer
         // clones it as the intermediate's sibling): SIGKILL when that dies.
         if self.die_with_caller {

@@ -4,8 +4,9 @@
 
 use super::super::diags::Diags;
 use super::super::reader::Table;
-use super::values::{count, duration, int_in, size};
+use super::values::{count, duration, int_in, size, size_at};
 use crate::annotations::WasmLimits;
+use crate::units::ByteSize;
 
 pub(super) fn pids(t: &mut Table, d: &mut Diags) -> Option<i64> {
     int_in(
@@ -54,6 +55,28 @@ pub(super) fn cpus(t: &mut Table, d: &mut Diags) -> Option<f64> {
     None
 }
 
+/// The smallest `memory` a container starts with (Docker's and runc's
+/// floor, "Minimum memory limit allowed is 6MB").
+pub(super) const MIN_MEMORY: u64 = 6 << 20;
+
+/// `memory`: at least [`MIN_MEMORY`]. Below it the kernel refuses the limit
+/// (usage is already higher) or the runtime's init is OOM-killed while
+/// it sets the container up, found only at start.
+pub(super) fn memory(t: &mut Table, d: &mut Diags) -> Option<ByteSize> {
+    let key = t.key("memory");
+    let (m, span) = size_at(t, d, "memory")?;
+    if m.0 >= MIN_MEMORY {
+        return Some(m);
+    }
+    d.error(
+        span,
+        &key,
+        format!("memory limit {m} is below the minimum 6MiB (the kernel refuses a limit under the usage, or the runtime's init is killed setting the container up)"),
+        "use at least \"6MiB\", e.g. \"256MiB\"",
+    );
+    None
+}
+
 /// `[wasm]`; `None` when the table is absent (no wasm limits annotation).
 pub(super) fn wasm(t: Option<Table>, d: &mut Diags) -> Option<WasmLimits> {
     let mut t = t?;
@@ -79,4 +102,45 @@ pub(super) fn wasm(t: Option<Table>, d: &mut Diags) -> Option<WasmLimits> {
     };
     t.finish(d);
     Some(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::Policy;
+
+    fn parse(memory: &str) -> Result<Policy, crate::Error> {
+        let src = format!("version = 1\n[limits]\nmemory = {memory:?}\n");
+        Policy::parse(&src, "p.toml", Path::new("/"))
+    }
+
+    #[test]
+    fn memory_below_the_runtime_floor_is_refused_at_its_value() {
+        for m in ["1B", "4KiB", "100KiB", "5MiB", "6291455B"] {
+            let err = parse(m).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let d = err.diagnostics();
+            assert_eq!(d.len(), 1, "{m}: {err}");
+            assert_eq!(d[0].key, "limits.memory", "{err}");
+            assert_eq!((d[0].location.line, d[0].location.column), (3, 10), "{err}");
+            let text = err.to_string();
+            assert!(text.contains("below the minimum 6MiB"), "{text}");
+            assert!(text.contains("use at least \"6MiB\""), "{text}");
+        }
+        for (m, bytes) in [
+            ("6MiB", 6u64 << 20),
+            ("6291456B", 6 << 20),
+            ("64MiB", 64 << 20),
+        ] {
+            assert_eq!(parse(m).unwrap().memory.unwrap().0, bytes, "{m}");
+        }
+    }
+
+    #[test]
+    fn wasm_memory_keeps_no_floor() {
+        let src = "version = 1\n[wasm]\nmemory = \"64KiB\"\n";
+        let p = Policy::parse(src, "p.toml", Path::new("/")).unwrap();
+        assert_eq!(p.wasm.unwrap().memory.unwrap().0, 64 << 10);
+    }
 }

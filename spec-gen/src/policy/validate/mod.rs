@@ -81,7 +81,7 @@ pub(crate) fn policy(doc: &Spanned<DeTable>, cx: &Context, d: &mut Diags) -> Pol
         gid,
         user_set,
         userns,
-        memory: size(&mut limits_table, d, "memory"),
+        memory: limits::memory(&mut limits_table, d),
         pids: limits::pids(&mut limits_table, d),
         cpus: limits::cpus(&mut limits_table, d),
         nofile: limits::nofile(&mut limits_table, d),

@@ -2,6 +2,7 @@
 //! bounded integers, ports and container paths.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 
 use toml::de::DeValue;
 use toml::Spanned;
@@ -80,15 +81,29 @@ const DURATION: UnitKind<Span> = UnitKind {
 
 /// A size such as "512MiB"; a bare number is refused with a suggestion.
 pub(crate) fn size(t: &mut Table, d: &mut Diags, name: &'static str) -> Option<ByteSize> {
+    size_at(t, d, name).map(|(b, _)| b)
+}
+
+/// [`size`] with the value's span, for a check of its own.
+pub(crate) fn size_at(
+    t: &mut Table,
+    d: &mut Diags,
+    name: &'static str,
+) -> Option<(ByteSize, Range<usize>)> {
     with_unit(t, d, name, &SIZE)
 }
 
 /// A duration such as "10s"; a bare number is refused with a suggestion.
 pub(crate) fn duration(t: &mut Table, d: &mut Diags, name: &'static str) -> Option<Span> {
-    with_unit(t, d, name, &DURATION)
+    with_unit(t, d, name, &DURATION).map(|(s, _)| s)
 }
 
-fn with_unit<T>(t: &mut Table, d: &mut Diags, name: &'static str, kind: &UnitKind<T>) -> Option<T> {
+fn with_unit<T>(
+    t: &mut Table,
+    d: &mut Diags,
+    name: &'static str,
+    kind: &UnitKind<T>,
+) -> Option<(T, Range<usize>)> {
     let key = t.key(name);
     let v = t.get(name)?;
     let hint = format!(
@@ -136,7 +151,7 @@ fn with_unit<T>(t: &mut Table, d: &mut Diags, name: &'static str, kind: &UnitKin
             &hint,
         );
     }
-    parsed
+    parsed.map(|p| (p, v.span()))
 }
 
 /// An integer in `min..=max`.
