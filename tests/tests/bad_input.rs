@@ -471,11 +471,44 @@ fn the_state_root_is_the_callers_own() {
     expect(&o, 1, &["belongs to uid", "use a root of your own"]);
     // Counterpart: the same directory once it is root's.
     std::os::unix::fs::chown(&root, Some(0), Some(0)).unwrap();
-    let o = capture(
-        std::process::Command::new(&rt.bin)
-            .arg("--root")
-            .arg(&root)
-            .arg("list"),
+    let at = |root: &std::path::Path, args: &[&str]| {
+        capture(
+            std::process::Command::new(&rt.bin)
+                .arg("--root")
+                .arg(root)
+                .args(args),
+        )
+    };
+    assert_exit(&at(&root, &["list"]), 0);
+    // A directory others may write (a red team's `list --root /tmp` made
+    // /tmp 0700): refused, its mode untouched; a missing root is not made
+    // by the commands that only act on containers already there.
+    use std::os::unix::fs::PermissionsExt;
+    let shared = dir.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    for args in [&["list"][..], &["create", "--bundle", "/nonexistent", "x"]] {
+        expect(&at(&shared, args), 1, &["other users may write it"]);
+        let mode = fs::metadata(&shared).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o1777, "{args:?}");
+    }
+    let missing = dir.path().join("missing/root");
+    assert_exit(&at(&missing, &["list"]), 0);
+    for args in [
+        &["state", "x"][..],
+        &["kill", "x"],
+        &["delete", "x"],
+        &["delete", "--force", "x"],
+    ] {
+        let o = at(&missing, args);
+        assert!(
+            text(&o.stderr).contains("does not exist") || o.status.success(),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    assert!(
+        !dir.path().join("missing").exists(),
+        "a read-only command made the root"
     );
-    assert_exit(&o, 0);
 }

@@ -36,6 +36,8 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
         rt.audit = audit_mode(global, None)?;
         Ok::<_, Failure>(rt)
     };
+    // Commands on containers already made: the root is never created.
+    let existing = || Runtime::open(global.state_root()?, global.systemd_cgroup);
     // Only the commands that create containers read the node
     // configuration: a broken one must not stop `delete` or `kill`.
     let node_rt = || {
@@ -47,18 +49,18 @@ pub fn dispatch(global: &args::Global, command: Command) -> Result<i32> {
     };
     match command {
         Command::Create(a) => create::run(&node_rt()?, a),
-        Command::Start(a) => start::run(&rt()?, a),
+        Command::Start(a) => start::run(&existing()?, a),
         Command::Run(a) => run::run(&node_rt()?, a),
-        Command::State(a) => state::run(&rt()?, a),
-        Command::Kill(a) => kill::run(&rt()?, a),
-        Command::Delete(a) => delete::run(&rt()?, a),
+        Command::State(a) => state::run(&existing()?, a),
+        Command::Kill(a) => kill::run(&existing()?, a),
+        Command::Delete(a) => delete::run(&existing()?, a),
         Command::Exec(a) => exec::run(&rt()?, a),
-        Command::Ps(a) => ps::run(&rt()?, a),
-        Command::List(a) => list::run(&rt()?, a),
-        Command::Pause(a) => pause::pause(&rt()?, a),
-        Command::Resume(a) => pause::resume(&rt()?, a),
-        Command::Events(a) => events::run(&rt()?, a),
-        Command::Update(a) => update::run(&rt()?, a),
+        Command::Ps(a) => ps::run(&existing()?, a),
+        Command::List(a) => list::run(&existing()?, a),
+        Command::Pause(a) => pause::pause(&existing()?, a),
+        Command::Resume(a) => pause::resume(&existing()?, a),
+        Command::Events(a) => events::run(&existing()?, a),
+        Command::Update(a) => update::run(&existing()?, a),
         Command::Features => features::run(),
         Command::Policy(a) => policy::run(global.config.as_deref(), a),
         Command::Spec(a) => spec::run(a),

@@ -138,6 +138,9 @@ impl Runtime {
     /// now (this process's own lock counts as free: record locks belong
     /// to the process).
     pub(crate) fn remove_lock(&self, id: &str) {
+        if !self.root.join(LOCK_DIR).is_dir() {
+            return;
+        }
         if let Ok(Some(lock)) = self.try_lock(id) {
             // Unlinked while held: a command that opened the old file
             // notices the inode changed and retries (see `lock`).
@@ -150,6 +153,11 @@ impl Runtime {
     /// container leaves no lock file behind.
     pub fn load_locked(&self, id: &str) -> Result<(Container, IdLock)> {
         validate_id(id)?;
+        // A root never made holds no container, and gets no lock
+        // directory either (see `Runtime::open`).
+        if fs::symlink_metadata(&self.root).is_err() {
+            return Err(Failure::runtime("container does not exist"));
+        }
         let lock = self.wait_lock(id)?;
         match self.load(id) {
             Ok(c) => Ok((c, lock)),

@@ -19,6 +19,11 @@ impl Runtime {
     /// Serialised with the id's other state changes (see `claim`).
     pub fn delete(&self, id: &str, force: bool) -> Result<()> {
         validate_id(id)?;
+        // A root never made has no state to lock (`--force` may still
+        // find the container's cgroups), and gets no lock directory.
+        if std::fs::symlink_metadata(&self.root).is_err() {
+            return self.delete_locked(id, force);
+        }
         let lock = self.wait_lock(id)?;
         let result = self.delete_locked(id, force);
         if !self.dir(id).exists() {

@@ -74,6 +74,21 @@ pub struct Runtime {
     pub node: crate::node::Config,
 }
 
+/// Whether `dir` is a sandboy state root: empty, or holding one of the
+/// runtime's own directories (a directory of other things is never
+/// narrowed).
+fn is_state_root(dir: &Path) -> bool {
+    let mut entries = match fs::read_dir(dir) {
+        Ok(e) => e.flatten().peekable(),
+        Err(_) => return false,
+    };
+    entries.peek().is_none()
+        || entries.any(|e| {
+            [SHADOW_DIR, SECCOMP_CACHE_DIR, WRAP_DIR]
+                .contains(&e.file_name().to_string_lossy().as_ref())
+        })
+}
+
 /// Directory (under the state root) for rewritten bundles, see `create`.
 pub(crate) const SHADOW_DIR: &str = ".bundles";
 /// Directory (under the state root) of compiled seccomp programs.
@@ -84,19 +99,50 @@ pub(crate) const WRAP_DIR: &str = ".wrap";
 pub(crate) const ORIGIN_FILE: &str = "origin";
 
 impl Runtime {
-    /// Open (or create, 0700) the state root. As runc keeps it: 0700, so
-    /// no other user reads the containers' state or their bundles' env. A
-    /// root of ours with looser modes (an older sandboy made it 0755) is
-    /// narrowed; one we may not use is refused with "permission denied".
+    /// Open (or create, 0700) the state root, for the commands that make
+    /// containers. As runc keeps it: 0700, so no other user reads the
+    /// containers' state or their bundles' env. A sandboy root with looser
+    /// modes (an older sandboy made it 0755) is narrowed; one we may not
+    /// use is refused with "permission denied".
     pub fn new(root: PathBuf, systemd: bool) -> Result<Self> {
         claim::private_dir(&root).map_err(|e| {
             Failure::runtime(format!("cannot create state root {}: {e}", root.display()))
         })?;
+        Self::checked(root, systemd, true)
+    }
+
+    /// The state root for commands that only act on containers already
+    /// made (`state`, `list`, `kill`, `delete`, …): never created (a
+    /// mistyped `--root` made a tree of directories) and never narrowed
+    /// (`list --root /tmp` once made /tmp 0700). A missing root holds no
+    /// container.
+    pub fn open(root: PathBuf, systemd: bool) -> Result<Self> {
+        if fs::symlink_metadata(&root).is_err() {
+            return Ok(Self {
+                root,
+                systemd,
+                audit: Default::default(),
+                node: Default::default(),
+            });
+        }
+        Self::checked(root, systemd, false)
+    }
+
+    fn checked(root: PathBuf, systemd: bool, narrow: bool) -> Result<Self> {
         let root = fs::canonicalize(&root)
             .map_err(|e| Failure::runtime(format!("state root {}: {e}", root.display())))?;
         let meta = fs::metadata(&root)?;
         let euid = nix::unistd::geteuid().as_raw();
-        if meta.uid() == euid && meta.mode() & 0o077 != 0 {
+        // Others may write it: they could plant a container's state, whose
+        // hooks root's `delete` runs. Never ours to narrow (it is /tmp).
+        if meta.mode() & 0o022 != 0 {
+            return Err(Failure::runtime(format!(
+                "state root {}: other users may write it (mode {:o}), so they could plant containers' state; use a directory of your own with --root",
+                root.display(),
+                meta.mode() & 0o7777
+            )));
+        }
+        if narrow && meta.uid() == euid && meta.mode() & 0o077 != 0 && is_state_root(&root) {
             fs::set_permissions(&root, fs::Permissions::from_mode(0o700))?;
         }
         let rwx = nix::unistd::AccessFlags::R_OK
@@ -241,7 +287,11 @@ impl Runtime {
     /// Ids of all containers under the root.
     pub fn ids(&self) -> Result<Vec<String>> {
         let mut ids = Vec::new();
-        for entry in fs::read_dir(&self.root)? {
+        let entries = match fs::read_dir(&self.root) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ids),
+            entries => entries?,
+        };
+        for entry in entries {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if !name.starts_with('.') && self.exists(&name) {
