@@ -2040,10 +2040,34 @@ fn a_rule_path_a_step_replaced_by_a_symlink_grants_nothing_more() {
     assert_ne!(o.status.code(), Some(0));
     assert!(!text(&o.stdout).contains("ok"), "{}", text(&o.stdout));
     assert!(
-        text(&o.stderr).contains("symlink below the write path /work"),
+        text(&o.stderr).contains("symlink below /work"),
         "{}",
         text(&o.stderr)
     );
+    // The same checkout bound read-only to a later step, which may not
+    // write it: the link is still someone's (an earlier step's, the
+    // repository's), and still refused.
+    let ro = work_policy(
+        "escape-tools-ro",
+        "read = [\"/etc\", \"/work/tools\"]\nexec = [\"/bin\"]\nwrite = [\"/tmp\"]",
+    )
+    .replace("\"rbind\", \"rw\"", "\"rbind\", \"ro\"");
+    let s2 = Sandbox::generated(&ro);
+    fs::create_dir_all(s2.work()).unwrap();
+    std::os::unix::fs::symlink("/", s2.work().join("tools")).unwrap();
+    let o = s2.run(&["/bin/probe", "read", "/secret/s"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        text(&o.stderr).contains("symlink below /work"),
+        "{}",
+        text(&o.stderr)
+    );
+    // Its allowed counterpart: a real directory there is granted.
+    fs::remove_file(s2.work().join("tools")).unwrap();
+    fs::create_dir_all(s2.work().join("tools")).unwrap();
+    fs::write(s2.work().join("tools/f"), "f\n").unwrap();
+    let o = s2.run(&["/bin/probe", "read", "/work/tools/f"]);
+    assert_eq!(text(&o.stdout).trim(), "ok", "{}", text(&o.stderr));
 }
 
 // ---------------------------------------------------------------------------

@@ -616,5 +616,17 @@ fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
         "{}",
         text(&o.stderr)
     );
+    // `update` may lower the policy's pids limit, never raise it (a red
+    // team's took 32 to max).
+    let o = n.sandboy(&["update", "--pids-limit", "100000", &id]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("may only be lowered"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = n.sandboy(&["update", "--pids-limit", "-1", &id]);
+    assert_exit(&o, 2);
+    assert_exit(&n.sandboy(&["update", "--pids-limit", "32", &id]), 0);
     assert_exit(&n.sandboy(&["delete", "--force", &id]), 0);
 }

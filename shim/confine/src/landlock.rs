@@ -267,6 +267,18 @@ pub fn rule_bits(rs: &LandlockRuleset) -> Result<Vec<u64>, ConfineError> {
 /// pivot_root) and adds the rules. `Ok(None)`: nothing to apply (`off`, or
 /// `best-effort` on a kernel without Landlock).
 pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, ConfineError> {
+    prepare_with_binds(rs, &[])
+}
+
+/// [`prepare`] for a container whose spec binds host directories at
+/// `binds` (their destinations): storage others write (an earlier step,
+/// the CI runner, the repository's own committed links), so a rule path
+/// below one follows no symlink there, as below the container's own write
+/// paths (see `open_rule_path`).
+pub fn prepare_with_binds(
+    rs: &LandlockRuleset,
+    binds: &[&str],
+) -> Result<Option<PreparedLandlock>, ConfineError> {
     let bits = rule_bits(rs)?;
     if rs.mode == LandlockMode::Off {
         tracing::debug!(annotation = KEY, "Landlock mode off");
@@ -343,14 +355,16 @@ pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, Confine
     let ruleset =
         create_ruleset(&attr).map_err(|e| ConfineError::kernel("landlock_create_ruleset", e))?;
 
-    // Where the container may make symlinks: a rule path below one is
-    // opened without following any link there (see `open_rule_path`).
+    // Where the container or others may make symlinks: a rule path below
+    // one is opened without following any link there (see
+    // `open_rule_path`).
     let planted: Vec<&str> = rs
         .fs
         .iter()
         .zip(&bits)
         .filter(|(_, &b)| b & annotations::FS_MAKE_SYM != 0)
         .map(|(r, _)| r.path.as_str())
+        .chain(binds.iter().copied())
         .collect();
     for (index, (rule, &rule_bits)) in rs.fs.iter().zip(&bits).enumerate() {
         let mut allowed = rule_bits & attr.handled_access_fs;
@@ -438,8 +452,9 @@ pub fn prepare(rs: &LandlockRuleset) -> Result<Option<PreparedLandlock>, Confine
     }))
 }
 
-/// A rule path's fd. Below a path where the container may make symlinks
-/// (`planted`: its write paths, other than `/`), no symlink is followed: a
+/// A rule path's fd. Below a path where symlinks may have been planted
+/// (`planted`: the container's write paths and host binds, other than
+/// `/`), no symlink is followed: a
 /// step that replaced `/work/tools` (a rule of `exec`) by a link to `/`
 /// chose the grant of every later container on the same checkout (a red
 /// team read the image's /root that way). Such a rule fails like a missing
@@ -477,7 +492,7 @@ fn open_rule_path(path: &str, planted: &[&str]) -> io::Result<OwnedFd> {
         fd = unsafe { OwnedFd::from_raw_fd(next) };
         if file_type(&fd)? == libc::S_IFLNK {
             return Err(io::Error::other(format!(
-                "{name:?} is a symlink below the write path {top}, which a container could have planted; remove the link"
+                "{name:?} is a symlink below {top} (a write path or a host bind), where a container or an earlier step could have planted it; remove the link"
             )));
         }
     }

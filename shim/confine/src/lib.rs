@@ -48,6 +48,23 @@ pub struct Confinement {
     preserve_fds: u32,
 }
 
+/// The destinations of the spec's bind mounts (type `bind`, or a `bind`
+/// or `rbind` option).
+fn bind_destinations(spec: &Spec) -> Vec<&str> {
+    spec.mounts()
+        .iter()
+        .flatten()
+        .filter(|m| {
+            m.typ().as_deref() == Some("bind")
+                || m.options()
+                    .iter()
+                    .flatten()
+                    .any(|o| o == "bind" || o == "rbind")
+        })
+        .filter_map(|m| m.destination().to_str())
+        .collect()
+}
+
 impl Confinement {
     /// Prepares the confinement a spec asks for (see the crate docs for
     /// when to call it). `preserve_fds` is `--preserve-fds`.
@@ -78,7 +95,7 @@ impl Confinement {
                 .transpose()?,
         };
         let landlock = match &ruleset {
-            Some(rs) => landlock::prepare(rs)?,
+            Some(rs) => landlock::prepare_with_binds(rs, &bind_destinations(spec))?,
             None => None,
         };
         if landlock.is_some() && !may_confine()? {

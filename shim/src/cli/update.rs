@@ -15,6 +15,7 @@ pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
         None => from_flags(&args)?,
     };
     let c = rt.load(&args.container_id)?;
+    within_policy(&c, &resources)?;
     let manager = crate::cgroups::cgroup_manager(&c)?;
     manager
         .apply(&ControllerOpt {
@@ -25,6 +26,66 @@ pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
         })
         .map_err(|e| Failure::runtime(format!("updating resources of {}: {e}", c.id())))?;
     Ok(0)
+}
+
+/// A policy-confined container's limits may be lowered, never raised: the
+/// policy's memory, pids and CPU are what keep a step from exhausting the
+/// host, and a red team's `update` took a container from 32 pids and
+/// 64 MiB to `max` and 4 GiB. The ceiling is the container's spec, where
+/// the policy's limits are (the stricter of the engine's and the policy's).
+fn within_policy(c: &libcontainer::container::Container, asked: &LinuxResources) -> Result<()> {
+    let Ok(spec) = oci_spec::runtime::Spec::load(c.bundle().join("config.json")) else {
+        return Ok(());
+    };
+    if !crate::init::privilege::policy_confined(&spec) {
+        return Ok(());
+    }
+    let Some(have) = spec.linux().as_ref().and_then(|l| l.resources().clone()) else {
+        return Ok(());
+    };
+    let limit = |v: Option<i64>| v.filter(|&v| v >= 0);
+    let checks = [
+        (
+            "memory",
+            limit(have.memory().as_ref().and_then(|m| m.limit())),
+            asked.memory().as_ref().and_then(|m| m.limit()),
+        ),
+        (
+            "memory-swap",
+            limit(have.memory().as_ref().and_then(|m| m.swap())),
+            asked.memory().as_ref().and_then(|m| m.swap()),
+        ),
+        (
+            "pids-limit",
+            limit(have.pids().as_ref().map(|p| p.limit())),
+            asked.pids().as_ref().map(|p| p.limit()),
+        ),
+        ("cpu-quota", limit(cpu_share(&have)), cpu_share(asked)),
+    ];
+    for (flag, ceiling, value) in checks {
+        if let (Some(ceiling), Some(value)) = (ceiling, value) {
+            if value < 0 || value > ceiling {
+                return Err(Failure::config(format!(
+                    "update {}: --{flag} {value} is above the {ceiling} the container's policy allows (-1 is unlimited); a policy's limits may only be lowered",
+                    c.id()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CPU quota in microseconds per second of the period, comparable across
+/// periods.
+fn cpu_share(r: &LinuxResources) -> Option<i64> {
+    let cpu = r.cpu().as_ref()?;
+    let quota = cpu.quota()?;
+    let period = cpu.period().unwrap_or(100_000).max(1) as i64;
+    Some(if quota < 0 {
+        -1
+    } else {
+        quota * 1_000_000 / period
+    })
 }
 
 fn read_resources(path: &std::path::Path) -> Result<LinuxResources> {
