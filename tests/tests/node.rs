@@ -462,6 +462,29 @@ fn policy_cli_lists_shows_checks() {
     n.policy("relative", "version = 1\n[fs]\nread = [\"./src\"]\n");
     let o = n.sandboy(&["policy", "check", "relative"]);
     assert_exit_stderr(&o, 2, "relative.toml:3:9");
+    // A default naming no policy (a typo) is found by the check, not by
+    // every later create.
+    n.config("default_policy = \"gate-stpe\"\n");
+    let o = n.sandboy(&["policy", "check", "other"]);
+    assert_exit_stderr(
+        &o,
+        2,
+        "config.toml:2: default_policy = \"gate-stpe\" names no policy",
+    );
+    n.config("default_policy = \"gate-step\"\n");
+    assert_exit(&n.sandboy(&["policy", "check", "other"]), 0);
+    // A configuration that is no regular file is refused at once (a FIFO
+    // hung create and the check).
+    let fifo = n.dir.path().join("fifo.toml");
+    assert_exit(&capture(std::process::Command::new("mkfifo").arg(&fifo)), 0);
+    let o = output_timeout(
+        n.rt.cmd()
+            .arg("--config")
+            .arg(&fifo)
+            .args(["policy", "check"]),
+        std::time::Duration::from_secs(20),
+    );
+    assert_exit_stderr(&o, 2, "not a regular file");
 }
 
 /// The policy tightens what the engine asked for: its pid limit (64) wins

@@ -80,15 +80,44 @@ fn check(explicit: Option<&Path>, name: Option<String>) -> Result<i32> {
     Ok(0)
 }
 
+/// `default_policy` names a policy of the directory: a typo otherwise
+/// passed the check, and every container naming no policy then failed.
+fn default_exists(node: &Config, src: &str, path: &Path) -> Result<()> {
+    let Some(name) = &node.default_policy else {
+        return Ok(());
+    };
+    if policies::read(&node.policy_dir, name).is_ok() {
+        return Ok(());
+    }
+    let line = src
+        .lines()
+        .position(|l| l.trim_start().starts_with("default_policy"))
+        .map_or(1, |i| i + 1);
+    Err(Failure::config(format!(
+        "{}:{line}: default_policy = {name:?} names no policy in {} (sandboy policy list shows them); fix the name or add the policy",
+        path.display(),
+        node.policy_dir.display()
+    )))
+}
+
 /// The node configuration, with snippets for its problems.
 fn check_config(explicit: Option<&Path>) -> Result<Config> {
     let path = explicit.unwrap_or(Path::new(config::DEFAULT_FILE));
-    let Ok(src) = std::fs::read_to_string(path) else {
-        // Missing default: the defaults; anything else: load's message.
+    // Read as `load` reads it (trusted, a capped regular file: a FIFO hung
+    // this check); a missing default or an unreadable file: its message.
+    let readable = policies::check_trusted(path, false).is_ok();
+    let src = readable
+        .then(|| sandboy_spec_gen::input::read_text(path, sandboy_spec_gen::input::TEXT_MAX).ok())
+        .flatten();
+    let Some(src) = src else {
         return Config::load(explicit);
     };
     match Config::parse(&src, &path.display().to_string()) {
-        Ok(_) => Config::load(explicit),
+        Ok(_) => {
+            let node = Config::load(explicit)?;
+            default_exists(&node, &src, path)?;
+            Ok(node)
+        }
         Err(diags) => {
             draw(&diags, &src);
             Err(Failure::config(format!(

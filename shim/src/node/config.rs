@@ -73,8 +73,7 @@ impl Config {
             Some(p) => (p, true),
             None => (Path::new(DEFAULT_FILE), false),
         };
-        let src = match std::fs::read_to_string(path) {
-            Ok(s) => s,
+        match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
                 return Ok(Config::default())
             }
@@ -84,8 +83,19 @@ impl Config {
                     path.display()
                 )))
             }
-        };
+            Ok(_) => {}
+        }
+        // Trusted first, then read as a capped regular file: a FIFO (or a
+        // link to one) given as --config hung create, /dev/zero filled
+        // memory.
         super::policies::check_trusted(path, false)?;
+        let src = sandboy_spec_gen::input::read_text(path, sandboy_spec_gen::input::TEXT_MAX)
+            .map_err(|e| {
+                Failure::config(format!(
+                    "{}: cannot read the node configuration: {e}; give a regular file of TOML",
+                    path.display()
+                ))
+            })?;
         Config::parse(&src, &path.display().to_string())
             .map_err(|diags| Failure::config(render(&diags)))
     }
