@@ -162,6 +162,8 @@ fn stricter_resources(policy: &Policy, res: &mut LinuxResources) -> Result<(), E
         let m = i64::try_from(m.0).map_err(|e| Error::Spec(e.to_string()))?;
         let mut mem = res.memory().unwrap_or_default();
         mem.set_limit(Some(stricter(mem.limit(), m)));
+        // TCP buffers charged on cgroup v1 too (see `render`).
+        mem.set_kernel_tcp(Some(stricter(mem.kernel_tcp(), m)));
         res.set_memory(Some(mem));
     }
     if let Some(p) = policy.pids {

@@ -599,7 +599,12 @@ pub fn render(policy: &Policy, opts: &RenderOptions) -> Result<Spec, Error> {
     let mut res = linux.resources().clone().unwrap_or_default();
     if let Some(m) = policy.memory {
         let mut mem = res.memory().unwrap_or_default();
-        mem.set_limit(Some(i64::try_from(m.0).map_err(oci_err)?));
+        let m = i64::try_from(m.0).map_err(oci_err)?;
+        mem.set_limit(Some(m));
+        // On cgroup v1 the kernel charges TCP buffers to the container only
+        // under a `memory.kmem.tcp` limit (a red team's 64 MiB container
+        // held 262 MiB of them); v2 charges them to memory.max anyway.
+        mem.set_kernel_tcp(Some(m));
         res.set_memory(Some(mem));
     }
     if let Some(p) = policy.pids {
