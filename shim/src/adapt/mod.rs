@@ -276,34 +276,50 @@ fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64,
 }
 
 /// `sandboy adapt --list`: tool, component, sha256, inputs and phases.
+/// Every field comes from the registry or the command line (any file, via
+/// `--registry` or `SANDBOY_REGISTRY`), so each goes through `printable`:
+/// a registry's `inputs = ["\u001b]0;TITLE\u0007"]` set the window title.
 pub fn list(registry: Option<&Path>, components: Option<&Path>) -> Result<Vec<String>> {
     let (file, comps) = registry::locate(registry, components)?;
     let reg = registry::Registry::load(&file, &comps)?;
     let mut lines = vec![
         format!(
             "# registry {}, components {}",
-            reg.file.display(),
-            reg.components.display()
+            shown(&reg.file.display().to_string()),
+            shown(&reg.components.display().to_string())
         ),
         "TOOL\tCOMPONENT\tSHA256\tINPUTS\tPHASES".into(),
     ];
     for a in &reg.adapters {
-        let sha = std::fs::read(&a.component)
-            .map(|b| sandboy_wasm_contract::digest::hex(&sandboy_wasm_contract::digest::sha256(&b)))
-            .unwrap_or_else(|e| format!("(missing: {e})"));
-        let phases = if a.phases.is_empty() {
-            "-".to_string()
-        } else {
-            a.phases.join(" -> ")
-        };
-        lines.push(format!(
-            "{}\t{}\t{sha}\t{}\t{phases}",
-            a.tool,
-            a.component.display(),
-            a.inputs.join(",")
-        ));
+        lines.push(list_line(a));
     }
     Ok(lines)
+}
+
+/// One `--list` row, every field escaped.
+fn list_line(a: &registry::Adapter) -> String {
+    let sha = std::fs::read(&a.component)
+        .map(|b| sandboy_wasm_contract::digest::hex(&sandboy_wasm_contract::digest::sha256(&b)))
+        .unwrap_or_else(|e| format!("(missing: {e})"));
+    let phases = if a.phases.is_empty() {
+        "-".to_string()
+    } else {
+        a.phases.join(" -> ")
+    };
+    format!(
+        "{}\t{}\t{}\t{}\t{}",
+        shown(&a.tool),
+        shown(&a.component.display().to_string()),
+        shown(&sha),
+        shown(&a.inputs.join(",")),
+        shown(&phases)
+    )
+}
+
+/// `s` safe for the terminal, and with tabs escaped too: a tab in a field
+/// would shift the `--list` columns.
+fn shown(s: &str) -> String {
+    sandboy_spec_gen::printable::printable(s).replace('\t', "\\u{9}")
 }
 
 /// The SARIF destination: a temporary file beside `-o` (renamed into place
@@ -411,4 +427,52 @@ fn with_stdout_to<R>(file: &File, f: impl FnOnce() -> R) -> Result<R> {
     let _ = nix::unistd::close(saved);
     restored.map_err(|e| Failure::runtime(format!("adapt: restoring stdout: {e}")))?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(tool: &str, component: &str, inputs: &[&str], phases: &[&str]) -> registry::Adapter {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect();
+        registry::Adapter {
+            tool: tool.into(),
+            component: PathBuf::from(component),
+            inputs: v(inputs),
+            artifact: "r".into(),
+            files: vec!["a".into()],
+            phases: v(phases),
+        }
+    }
+
+    #[test]
+    fn list_rows_escape_registry_fields() {
+        // A plain registry row prints as it is.
+        let plain = list_line(&adapter(
+            "infersharp",
+            "/nonexistent/i.wasm",
+            &["sarif-2.1"],
+            &["a", "b"],
+        ));
+        assert!(
+            plain.starts_with("infersharp\t/nonexistent/i.wasm\t(missing: "),
+            "{plain}"
+        );
+        assert!(plain.ends_with("\tsarif-2.1\ta -> b"), "{plain}");
+        // Escapes, bidi overrides and tabs from the registry are shown, not obeyed.
+        let bad = list_line(&adapter(
+            "a",
+            "/nonexistent/p\u{1b}[2J.wasm",
+            &["x\u{1b}]0;TITLE\u{7}\u{1b}[2K"],
+            &["\u{1b}[31mred", "a\u{202e}b\tc"],
+        ));
+        assert!(!bad.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{bad:?}");
+        assert_eq!(bad.matches('\t').count(), 4, "{bad:?}");
+        assert!(bad.contains("p\\u{1b}[2J.wasm"), "{bad}");
+        assert!(bad.contains("x\\u{1b}]0;TITLE\\u{7}\\u{1b}[2K"), "{bad}");
+        assert!(
+            bad.ends_with("\\u{1b}[31mred -> a\\u{202e}b\\u{9}c"),
+            "{bad}"
+        );
+    }
 }

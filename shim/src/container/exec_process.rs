@@ -103,7 +103,7 @@ fn clamped(
                     r.hard().min(limit.hard()),
                 )
             }
-            None => out.push(limit.clone()),
+            None => out.push(*limit),
         }
     }
     (!out.is_empty()).then_some(out)

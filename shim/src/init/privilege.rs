@@ -239,6 +239,44 @@ pub fn read_held(shadow_dir: &std::path::Path) -> Held {
         .unwrap_or_default()
 }
 
+/// Lower each of this process's resource limits to `limits`' of the same
+/// type where it is looser (never raises one).
+pub fn no_looser_than(limits: &[oci_spec::runtime::PosixRlimit]) -> nix::Result<()> {
+    use nix::sys::resource::{getrlimit, setrlimit};
+    for l in limits {
+        let resource = resource_of(l.typ());
+        let (soft, hard) = getrlimit(resource)?;
+        let (want_soft, want_hard) = (soft.min(l.soft()), hard.min(l.hard()));
+        if (want_soft, want_hard) != (soft, hard) {
+            setrlimit(resource, want_soft.min(want_hard), want_hard)?;
+        }
+    }
+    Ok(())
+}
+
+fn resource_of(t: oci_spec::runtime::PosixRlimitType) -> nix::sys::resource::Resource {
+    use nix::sys::resource::Resource as R;
+    use oci_spec::runtime::PosixRlimitType as T;
+    match t {
+        T::RlimitCpu => R::RLIMIT_CPU,
+        T::RlimitFsize => R::RLIMIT_FSIZE,
+        T::RlimitData => R::RLIMIT_DATA,
+        T::RlimitStack => R::RLIMIT_STACK,
+        T::RlimitCore => R::RLIMIT_CORE,
+        T::RlimitRss => R::RLIMIT_RSS,
+        T::RlimitNproc => R::RLIMIT_NPROC,
+        T::RlimitNofile => R::RLIMIT_NOFILE,
+        T::RlimitMemlock => R::RLIMIT_MEMLOCK,
+        T::RlimitAs => R::RLIMIT_AS,
+        T::RlimitLocks => R::RLIMIT_LOCKS,
+        T::RlimitSigpending => R::RLIMIT_SIGPENDING,
+        T::RlimitMsgqueue => R::RLIMIT_MSGQUEUE,
+        T::RlimitNice => R::RLIMIT_NICE,
+        T::RlimitRtprio => R::RLIMIT_RTPRIO,
+        T::RlimitRttime => R::RLIMIT_RTTIME,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,43 +385,5 @@ mod tests {
             .unwrap()
             .contains(&Capability::SysAdmin));
         assert_eq!(without(&caps(&augmented), &held), caps(&original));
-    }
-}
-
-/// Lower each of this process's resource limits to `limits`' of the same
-/// type where it is looser (never raises one).
-pub fn no_looser_than(limits: &[oci_spec::runtime::PosixRlimit]) -> nix::Result<()> {
-    use nix::sys::resource::{getrlimit, setrlimit};
-    for l in limits {
-        let resource = resource_of(l.typ());
-        let (soft, hard) = getrlimit(resource)?;
-        let (want_soft, want_hard) = (soft.min(l.soft()), hard.min(l.hard()));
-        if (want_soft, want_hard) != (soft, hard) {
-            setrlimit(resource, want_soft.min(want_hard), want_hard)?;
-        }
-    }
-    Ok(())
-}
-
-fn resource_of(t: oci_spec::runtime::PosixRlimitType) -> nix::sys::resource::Resource {
-    use nix::sys::resource::Resource as R;
-    use oci_spec::runtime::PosixRlimitType as T;
-    match t {
-        T::RlimitCpu => R::RLIMIT_CPU,
-        T::RlimitFsize => R::RLIMIT_FSIZE,
-        T::RlimitData => R::RLIMIT_DATA,
-        T::RlimitStack => R::RLIMIT_STACK,
-        T::RlimitCore => R::RLIMIT_CORE,
-        T::RlimitRss => R::RLIMIT_RSS,
-        T::RlimitNproc => R::RLIMIT_NPROC,
-        T::RlimitNofile => R::RLIMIT_NOFILE,
-        T::RlimitMemlock => R::RLIMIT_MEMLOCK,
-        T::RlimitAs => R::RLIMIT_AS,
-        T::RlimitLocks => R::RLIMIT_LOCKS,
-        T::RlimitSigpending => R::RLIMIT_SIGPENDING,
-        T::RlimitMsgqueue => R::RLIMIT_MSGQUEUE,
-        T::RlimitNice => R::RLIMIT_NICE,
-        T::RlimitRtprio => R::RLIMIT_RTPRIO,
-        T::RlimitRttime => R::RLIMIT_RTTIME,
     }
 }

@@ -16,6 +16,8 @@ use crate::error::WasmError;
 use crate::guard::{arm_store, classify};
 use crate::limits::{Limits, MemoryLimiter};
 
+use crate::sarif_check;
+
 mod bindings {
     wasmtime::component::bindgen!({ path: "../../wit/adapter.wit", world: "adapter" });
 }
@@ -268,10 +270,27 @@ pub fn check_sarif(bytes: &[u8], limits: &Limits, prov: &Provenance) -> Result<V
     // The schema's shapes, checked by the typed SARIF 2.1.0 model: every
     // run has a tool with a driver, every result is an object with a
     // message, and so on (a component's `{"runs":[{"results":[1]}]}` was
-    // stamped and handed on as validated SARIF).
-    serde_sarif::sarif::Sarif::deserialize(&doc)
+    // stamped and handed on as validated SARIF); then what the model does
+    // not encode: unknown properties, ranges, enums, `text` or `id`.
+    let typed = serde_sarif::sarif::Sarif::deserialize(&doc)
         .map_err(|e| WasmError::NotSarif(format!("not SARIF 2.1.0: {e}")))?;
+    schema_constraints(&doc, typed)?;
     Ok(doc)
+}
+
+/// What the typed model does not check (see [`sarif_check`]):
+/// properties it drops on a round trip, then ranges, enums and required
+/// alternatives. The round trip goes through bytes so that at most two
+/// trees (the document and one other) are alive at once.
+fn schema_constraints(doc: &Value, typed: serde_sarif::sarif::Sarif) -> Result<(), WasmError> {
+    let refuse = |m: String| WasmError::NotSarif(format!("not SARIF 2.1.0: {m}"));
+    let bytes = serde_json::to_vec(&typed).map_err(|e| refuse(e.to_string()))?;
+    drop(typed);
+    let kept: Value = serde_json::from_slice(&bytes).map_err(|e| refuse(e.to_string()))?;
+    drop(bytes);
+    sarif_check::lost_properties(doc, &kept).map_err(refuse)?;
+    drop(kept);
+    sarif_check::constraints(doc).map_err(refuse)
 }
 
 /// The most runs one log may hold.

@@ -24,6 +24,7 @@ pub mod error;
 pub mod guard;
 pub mod kind;
 pub mod limits;
+mod sarif_check;
 pub mod wasi;
 
 use std::collections::HashMap;

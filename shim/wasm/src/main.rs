@@ -12,7 +12,10 @@
 //!
 //! The entry point is the C `main` (see [`main`]), not Rust's.
 
-#![no_main]
+// The test harness brings its own `main` (and leaves this one's callees
+// unused).
+#![cfg_attr(not(test), no_main)]
+#![cfg_attr(test, allow(dead_code, unused_imports))]
 
 use std::io::Write;
 use std::os::fd::FromRawFd;
@@ -33,6 +36,7 @@ use sandboy_wasm_contract::log;
 /// on /dev/null (so no file opened later lands on fd 0–2), and SIGPIPE is
 /// ignored (a closed stdout is an EPIPE error, not a silent death).
 /// `std::env::args` still works: glibc hands argv to std's `.init_array`.
+#[cfg(not(test))]
 #[no_mangle]
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     for fd in 0..=2 {
