@@ -742,6 +742,39 @@ fn a_checkouts_hooks_and_config_are_not_committed_from_a_write_path() {
     let o = shell(&hooks, &format!("echo true > {r}/.git/hooks/pre-commit"));
     assert_exit(&o, 0);
     assert!(repo.join(".git/hooks/pre-commit").is_file());
+    fs::remove_file(repo.join(".git/hooks/pre-commit")).unwrap();
+
+    // The landlock tier writes the host directly: the watchdog puts the
+    // control files back once the step is gone, and the run fails.
+    let host_net = env.policy("repo-ll", "host", "");
+    let landlock = |script: &str| {
+        output_timeout(
+            &mut env.wrap("landlock", &host_net, &["sh", "-c", script]),
+            std::time::Duration::from_secs(60),
+        )
+    };
+    for plant in [
+        format!("echo 'cat ~/.ssh/id_ed25519' > {r}/.git/hooks/pre-commit"),
+        format!("printf 'fsmonitor = x\\n' >> {r}/.git/config"),
+        format!("rm -rf {r}/.git/hooks && ln -s / {r}/.git/hooks"),
+    ] {
+        let o = landlock(&plant);
+        assert_exit(&o, 1);
+        assert!(
+            text(&o.stderr).contains("were put back"),
+            "{plant}: {}",
+            text(&o.stderr)
+        );
+        assert!(!repo.join(".git/hooks/pre-commit").exists(), "{plant}");
+        assert!(repo.join(".git/hooks").is_dir() && !repo.join(".git/hooks").is_symlink());
+        assert_eq!(
+            fs::read_to_string(repo.join(".git/config")).unwrap(),
+            "[core]\n"
+        );
+    }
+    let o = landlock(&format!("echo obj2 > {r}/.git/objects/cd"));
+    assert_exit(&o, 0);
+    assert!(repo.join(".git/objects/cd").is_file());
 }
 
 /// Whether the namespaces tier can run here (unprivileged user namespaces).

@@ -123,17 +123,6 @@ fn check_tier(policy: &Policy, tier: Tier, id: &str) -> Result<()> {
     if policy.cpus.is_some() {
         tracing::warn!(%id, %tier, "wrap: [limits] cpus is not applied without a cgroup");
     }
-    if tier == Tier::Landlock {
-        // Landlock grants whole trees: the commit's refusal of a
-        // repository's control files (`commit`) has no equivalent here.
-        for w in policy
-            .write
-            .iter()
-            .filter(|w| Path::new(w).join(".git").exists())
-        {
-            tracing::warn!(%id, %tier, path = %w, "wrap: this write path holds a repository: the step can change {w}/.git/hooks and config, which your next git runs outside any sandbox; the namespaces tier refuses such changes at its commit");
-        }
-    }
     Ok(())
 }
 
@@ -319,6 +308,9 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
         Tier::Landlock => Some(MetadataGuard::prepare(&policy, req.id)?),
         Tier::Namespaces => None,
     };
+    // The namespaces tier's commit refuses these; here they are put back.
+    let repositories =
+        (req.tier == Tier::Landlock).then(|| super::repository::Held::take(&policy.write, req.id));
     // SAFETY: sandboy is single-threaded here (no runtime, no threads were
     // started for wrap; the gateway's threads start after this fork); the
     // child only runs setup code and execs or exits.
@@ -366,6 +358,21 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
             );
             137
         }
+    };
+    let status = match repositories.map(|r| r.check()) {
+        Some(Err(why)) => {
+            tracing::warn!(id = %req.id, "wrap: {why}");
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("sandboy: {why}\n").as_bytes(),
+            );
+            if status == 0 {
+                1
+            } else {
+                status
+            }
+        }
+        _ => status,
     };
     match gateway {
         Some(g) => g.finish(status, req.report),

@@ -23,6 +23,7 @@ mod loader;
 mod metadata;
 mod namespaces;
 mod process;
+mod repository;
 mod stage;
 
 use std::path::PathBuf;

@@ -1,0 +1,232 @@
+//! The landlock tier's hold on a checkout's control files.
+//!
+//! The namespaces tier stages write paths and its commit refuses a changed
+//! `.git/config`, `.git/hooks` or `.git/info` (`commit`). The landlock tier
+//! writes the host directly, and Landlock grants whole trees: `--rw .` in a
+//! checkout lets the step write them, and the user's next `git` runs what
+//! they say (`core.fsmonitor`, hooks, filters) outside any sandbox (a red
+//! team's step planted a `pre-commit` that read `~/.ssh`). So the watchdog,
+//! outside the step, copies them before the step runs and compares after
+//! its whole process tree is gone: anything changed is put back, and the
+//! run fails naming it.
+//!
+//! The repositories held are those at most [`DEPTH`] levels below a write
+//! path (a checkout, or a directory of checkouts), looked for in at most
+//! [`MAX_DIRS`] directories, each with at most [`MAX_BYTES`] of control
+//! files; a write path inside `.git` is the user's explicit grant.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The control entries of a `.git` directory that git runs from.
+const HELD: &[&str] = &["config", "hooks", "info"];
+
+/// Past this, a repository's control files are not copied (a warning says
+/// so): hooks directories hold kilobytes.
+const MAX_BYTES: u64 = 8 << 20;
+
+/// How deep below a write path repositories are looked for, and in how
+/// many directories at most (a step's start must stay cheap).
+const DEPTH: usize = 2;
+const MAX_DIRS: usize = 500;
+
+/// The `.git` directories at most [`DEPTH`] levels below `root`, without
+/// following links.
+fn repositories(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![root.to_path_buf()];
+    let mut visited = 0;
+    for _ in 0..DEPTH {
+        let mut next = Vec::new();
+        for dir in level {
+            visited += 1;
+            if visited > MAX_DIRS {
+                return found;
+            }
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if e.file_name() == ".git" {
+                    found.push(e.path());
+                } else {
+                    next.push(e.path());
+                }
+            }
+        }
+        level = next;
+    }
+    found
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    File { bytes: Vec<u8>, mode: u32 },
+    Dir { mode: u32 },
+    Link(PathBuf),
+}
+
+/// One repository's control files as they were before the step.
+struct Snapshot {
+    git: PathBuf,
+    /// `.git`'s device and inode: restored only into the same directory.
+    id: (u64, u64),
+    entries: BTreeMap<PathBuf, Entry>,
+}
+
+/// The repositories of a run's write paths, held.
+pub struct Held(Vec<Snapshot>);
+
+impl Held {
+    /// Copy the control files of every write path's `.git`.
+    pub fn take(write: &[String], id: &str) -> Held {
+        let granted = |git: &Path| write.iter().any(|w| Path::new(w).starts_with(git));
+        let mut held = Vec::new();
+        for git in write.iter().flat_map(|w| repositories(Path::new(w))) {
+            let Ok(meta) = fs::symlink_metadata(&git) else {
+                continue;
+            };
+            if !meta.is_dir() || granted(&git) {
+                continue;
+            }
+            let mut entries = BTreeMap::new();
+            let mut budget = MAX_BYTES;
+            if HELD
+                .iter()
+                .any(|n| copy(&git, Path::new(n), &mut entries, &mut budget).is_err())
+            {
+                tracing::warn!(%id, path = %git.display(), "wrap: this repository's config, hooks and info are too large or unreadable to hold; the step can change them");
+                continue;
+            }
+            held.push(Snapshot {
+                git,
+                id: (meta.dev(), meta.ino()),
+                entries,
+            });
+        }
+        Held(held)
+    }
+
+    /// After the step: put back what it changed. `Err` names the first
+    /// change (the run then fails), after everything was put back.
+    pub fn check(&self) -> Result<(), String> {
+        let mut first = None;
+        for s in &self.0 {
+            if let Some(changed) = s.changed() {
+                let restored = s.restore();
+                first.get_or_insert(match restored {
+                    Ok(()) => format!("the step changed {}; a repository's config, hooks and info run in your next git command outside any sandbox, so they were put back as they were", changed.display()),
+                    Err(e) => format!("the step changed {}, and putting it back failed ({e}): check the repository's config and hooks before running git there", changed.display()),
+                });
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// Add `rel` (below `git`) and everything under it to `out`.
+fn copy(
+    git: &Path,
+    rel: &Path,
+    out: &mut BTreeMap<PathBuf, Entry>,
+    budget: &mut u64,
+) -> std::io::Result<()> {
+    let path = git.join(rel);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if meta.file_type().is_symlink() {
+        out.insert(rel.to_path_buf(), Entry::Link(fs::read_link(&path)?));
+    } else if meta.is_dir() {
+        out.insert(rel.to_path_buf(), Entry::Dir { mode });
+        for e in fs::read_dir(&path)? {
+            copy(git, &rel.join(e?.file_name()), out, budget)?;
+        }
+    } else if meta.is_file() {
+        *budget = budget
+            .checked_sub(meta.len())
+            .ok_or_else(|| std::io::Error::other("too large"))?;
+        out.insert(
+            rel.to_path_buf(),
+            Entry::File {
+                bytes: fs::read(&path)?,
+                mode,
+            },
+        );
+    }
+    Ok(())
+}
+
+impl Snapshot {
+    /// The first entry that differs now, or `.git` itself if it is not
+    /// the same directory.
+    fn changed(&self) -> Option<PathBuf> {
+        let same_dir = fs::symlink_metadata(&self.git)
+            .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
+        if !same_dir {
+            return Some(self.git.clone());
+        }
+        let mut now = BTreeMap::new();
+        let mut budget = MAX_BYTES * 4;
+        if HELD
+            .iter()
+            .any(|n| copy(&self.git, Path::new(n), &mut now, &mut budget).is_err())
+        {
+            return Some(self.git.join("hooks"));
+        }
+        let keys = self.entries.keys().chain(now.keys());
+        keys.into_iter()
+            .find(|k| self.entries.get(*k) != now.get(*k))
+            .map(|k| self.git.join(k))
+    }
+
+    /// Remove what is there now and write the copy back, never through a
+    /// link (the step's processes are all gone: nothing races this).
+    fn restore(&self) -> std::io::Result<()> {
+        let same_dir = fs::symlink_metadata(&self.git)
+            .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
+        if !same_dir {
+            return Err(std::io::Error::other(
+                "the .git directory itself was replaced",
+            ));
+        }
+        for name in HELD {
+            let path = self.git.join(name);
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&path)?,
+                Ok(_) => fs::remove_file(&path)?,
+                Err(_) => {}
+            }
+        }
+        // Parents sort before their children.
+        for (rel, entry) in &self.entries {
+            let path = self.git.join(rel);
+            match entry {
+                Entry::Dir { mode } => {
+                    fs::create_dir(&path)?;
+                    fs::set_permissions(&path, fs::Permissions::from_mode(*mode))?;
+                }
+                Entry::Link(target) => std::os::unix::fs::symlink(target, &path)?,
+                Entry::File { bytes, mode } => {
+                    let mut f = fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(&path)?;
+                    f.write_all(bytes)?;
+                    f.set_permissions(fs::Permissions::from_mode(*mode))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
