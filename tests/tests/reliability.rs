@@ -392,17 +392,28 @@ fn state_root_is_private() {
     for f in fs::read_dir(&shadow).unwrap().flatten() {
         assert_eq!(mode(&f.path()), 0o600, "{}", f.path().display());
     }
-    // A fresh root is made 0700 too.
+    // A fresh root is made 0700 too (by a command that makes containers;
+    // `list` only reads, and makes none).
     let fresh = TempDir::new("fresh-root");
     let fresh_root = fresh.path().join("r");
-    let o = capture(
-        Command::new(sandboy_bin())
-            .arg("--root")
-            .arg(&fresh_root)
-            .arg("list"),
+    let at_fresh = |args: &[&str]| {
+        capture(
+            Command::new(sandboy_bin())
+                .arg("--root")
+                .arg(&fresh_root)
+                .args(args),
+        )
+    };
+    assert_exit(&at_fresh(&["list"]), 0);
+    assert!(!fresh_root.exists(), "list made a state root");
+    let fresh_id = unique_id("rel-fresh");
+    let bundle_dir = b.path().to_str().unwrap().to_owned();
+    assert_exit(
+        &at_fresh(&["create", "--bundle", &bundle_dir, &fresh_id]),
+        0,
     );
-    assert_exit(&o, 0);
     assert_eq!(mode(&fresh_root), 0o700, "fresh state root");
+    assert_exit(&at_fresh(&["delete", "--force", &fresh_id]), 0);
 
     // Another user: refused with permission denied, root's list works.
     if !need_tool(name, "useradd") || !need_tool(name, "runuser") {
@@ -963,7 +974,7 @@ fn full_or_read_only_state_root_fails_cleanly() {
     let id = unique_id("broken-root");
     let script = r#"
 set -u
-mount -t tmpfs -o size=1m,nr_inodes=200 tmpfs "$ROOT" || exit 90
+mount -t tmpfs -o size=1m,nr_inodes=200,mode=0700 tmpfs "$ROOT" || exit 90
 "$SB" --root "$ROOT" list >/dev/null    # a root in use before
 cat /dev/zero >"$ROOT/fill" 2>/dev/null # no space left
 try full-create create --bundle "$BUNDLE" "$ID-a"

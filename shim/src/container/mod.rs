@@ -84,8 +84,14 @@ fn is_state_root(dir: &Path) -> bool {
     };
     entries.peek().is_none()
         || entries.any(|e| {
-            [SHADOW_DIR, SECCOMP_CACHE_DIR, WRAP_DIR]
-                .contains(&e.file_name().to_string_lossy().as_ref())
+            [
+                SHADOW_DIR,
+                SECCOMP_CACHE_DIR,
+                WRAP_DIR,
+                claim::LOCK_DIR,
+                crate::host::sealed_exe::EMPTY_DIR,
+            ]
+            .contains(&e.file_name().to_string_lossy().as_ref())
         })
 }
 

@@ -22,10 +22,12 @@
 //!   links beyond the cap is refused whole (a red team committed 1.15 GiB
 //!   from a 10 MiB staging through a sparse file and fifteen links).
 //!
-//! * a repository's control files are not committed from a write path
-//!   that merely holds them: a change to `.git/config`, `.git/hooks/…`,
-//!   `.git/info/…`, or a `.git` that is not a directory (a `gitdir:` file
-//!   pointing elsewhere) refuses the whole commit. The user's next `git`
+//! * the control files of a repository the host already has are not
+//!   committed from a write path that merely holds it: a change to
+//!   `.git/config`, `.git/hooks/…`, `.git/info/…`, or a `.git` directory
+//!   replaced by a file (`gitdir:` pointing elsewhere) refuses the whole
+//!   commit (a repository the step made, such as a `git clone` into the
+//!   write path, is committed as its output). The user's next `git`
 //!   runs what those say (`core.fsmonitor`, hooks, filters) outside any
 //!   sandbox: a red team's step under `--rw .` planted a `pre-commit` hook
 //!   that read `~/.ssh`. A write path inside `.git` is the user's explicit
@@ -169,7 +171,7 @@ pub fn commit_dir_fds(
     fits(up, host)?;
     let granted = host.components().any(|c| c.as_os_str() == ".git");
     if !granted {
-        if let Some(planted) = repository_control(up, host, false)? {
+        if let Some(planted) = repository_control(up, Some(to), host, false)? {
             return Err(CommitError {
                 what: "refusing to commit",
                 path: planted.display().to_string(),
@@ -189,11 +191,15 @@ pub fn commit_dir_fds(
     Ok(w.counts)
 }
 
-/// The first staged entry below `dir` (the host path `at`) that is a
-/// repository's control file (see the module's documentation); `in_git`:
-/// `dir` is a `.git` directory.
+/// The first staged entry below `dir` (the host path `at`, whose host
+/// directory is `host` where it exists) that is a control file of a
+/// repository the host has (see the module's documentation); `in_git`:
+/// `dir` is such a `.git` directory. The host side is looked at through
+/// directory fds: the namespaces tier's commit runs where host paths do
+/// not resolve.
 fn repository_control(
     dir: BorrowedFd<'_>,
+    host: Option<BorrowedFd<'_>>,
     at: &Path,
     in_git: bool,
 ) -> Result<Option<std::path::PathBuf>, CommitError> {
@@ -212,12 +218,18 @@ fn repository_control(
             continue;
         };
         let is_dir = file_type(&st) == FileType::Directory;
-        if bytes == b".git" && !is_dir {
+        // The host's directory of that name, never through a link.
+        let host_sub = host.and_then(|h| open_dir(h, name).ok());
+        // Only a repository the host had: one the step made (a `git
+        // clone` into the write path) is its output, like any file it wrote.
+        let held = bytes == b".git" && host_sub.is_some();
+        if held && !is_dir {
             return Ok(Some(path));
         }
-        if is_dir {
+        if is_dir && (bytes != b".git" || held) {
             let sub = open_dir(dir, name).map_err(err("opening staged", &path))?;
-            if let Some(p) = repository_control(sub.as_fd(), &path, bytes == b".git")? {
+            let host_sub = host_sub.as_ref().map(|h| h.as_fd());
+            if let Some(p) = repository_control(sub.as_fd(), host_sub, &path, held)? {
                 return Ok(Some(p));
             }
         }
