@@ -10,13 +10,16 @@
 //! policy-confined container, rewritten onto a copy:
 //!
 //! * the user is the init's (uid, gid, supplementary groups);
-//! * every resource limit is no looser than the init's;
 //! * `noNewPrivileges` is true when the init's is (any container);
 //! * capabilities lose [`PLANT`](crate::init::privilege::PLANT).
+//!
+//! Resource limits are held where every exec'd process passes, file or
+//! not: the executor lowers them to the init's
+//! ([`no_looser_than`](crate::init::privilege::no_looser_than)).
 
 use std::path::{Path, PathBuf};
 
-use oci_spec::runtime::{PosixRlimit, Process, Spec, User};
+use oci_spec::runtime::{Process, Spec, User};
 
 use crate::error::{Failure, Result};
 
@@ -54,10 +57,6 @@ pub fn held_to_init(p: &Path, state_dir: &Path, init: &Spec) -> Result<Option<Te
         }
         if let Some(ip) = init_process {
             hold_user(&mut process, ip.user());
-            process.set_rlimits(clamped(
-                process.rlimits().as_deref(),
-                ip.rlimits().as_deref(),
-            ));
         }
     }
     if process == before {
@@ -85,39 +84,6 @@ fn hold_user(process: &mut Process, init: &User) {
     }
 }
 
-/// `asked`'s limits, each no looser than the init's of the same type, and
-/// the init's for the types `asked` leaves out (libcontainer would give
-/// the runtime's own).
-fn clamped(
-    asked: Option<&[PosixRlimit]>,
-    init: Option<&[PosixRlimit]>,
-) -> Option<Vec<PosixRlimit>> {
-    let init = init.unwrap_or_default();
-    let mut out: Vec<PosixRlimit> = asked.unwrap_or_default().to_vec();
-    for limit in init {
-        match out.iter_mut().find(|r| r.typ() == limit.typ()) {
-            Some(r) => {
-                *r = rlimit(
-                    r.typ(),
-                    r.soft().min(limit.soft()),
-                    r.hard().min(limit.hard()),
-                )
-            }
-            None => out.push(*limit),
-        }
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-fn rlimit(typ: oci_spec::runtime::PosixRlimitType, soft: u64, hard: u64) -> PosixRlimit {
-    oci_spec::runtime::PosixRlimitBuilder::default()
-        .typ(typ)
-        .soft(soft)
-        .hard(hard)
-        .build()
-        .expect("every field set")
-}
-
 /// `exec --user`/`--additional-gids` into a policy-confined container
 /// must name the init's user: the policy says who its processes are.
 pub fn check_user_flags(init: &Spec, uid: Option<u32>, gid: Option<u32>) -> Result<()> {
@@ -136,31 +102,4 @@ pub fn check_user_flags(init: &Spec, uid: Option<u32>, gid: Option<u32>) -> Resu
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use oci_spec::runtime::PosixRlimitType;
-
-    fn limit(typ: PosixRlimitType, soft: u64, hard: u64) -> PosixRlimit {
-        rlimit(typ, soft, hard)
-    }
-
-    #[test]
-    fn limits_are_never_looser_than_the_inits() {
-        let init = [limit(PosixRlimitType::RlimitNofile, 64, 64)];
-        let asked = [
-            limit(PosixRlimitType::RlimitNofile, 1024, 4096),
-            limit(PosixRlimitType::RlimitCore, 0, 0),
-        ];
-        let out = clamped(Some(&asked), Some(&init)).unwrap();
-        assert_eq!(out[0], limit(PosixRlimitType::RlimitNofile, 64, 64));
-        assert_eq!(out[1], limit(PosixRlimitType::RlimitCore, 0, 0));
-        // Tighter than the init's: kept; left out: the init's.
-        let tight = [limit(PosixRlimitType::RlimitNofile, 16, 32)];
-        assert_eq!(clamped(Some(&tight), Some(&init)).unwrap(), tight);
-        assert_eq!(clamped(None, Some(&init)).unwrap(), init);
-        assert_eq!(clamped(None, None), None);
-    }
 }
