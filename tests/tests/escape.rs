@@ -1074,6 +1074,38 @@ fn exhaustion_memory_bomb_is_oom_killed_and_reported() {
     );
 }
 
+/// On cgroup v1 the kernel charges TCP buffers to a container only under a
+/// `memory.kmem.tcp` limit: a red team's 64 MiB container held 262 MiB of
+/// socket memory. A policy's memory limit is its TCP limit too; a
+/// container without one keeps the kernel's unlimited.
+#[test]
+fn a_policys_memory_limit_bounds_tcp_buffers_on_cgroup_v1() {
+    let t = "a_policys_memory_limit_bounds_tcp_buffers_on_cgroup_v1";
+    let Some(s) = sandbox(t, &limits_policy("memory = \"64MiB\"\npids = 64")) else {
+        return;
+    };
+    if !Path::new("/sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes").exists() {
+        skip(
+            t,
+            "no cgroup v1 memory.kmem.tcp here (cgroup v2 charges socket memory to memory.max)",
+        );
+        return;
+    }
+    let tcp_limit = |b: &Bundle, id: &str| {
+        let _c = Cleanup::new(&s.rt, id);
+        b.edit(|c| c["process"]["args"] = serde_json::json!(["/bin/sleep", "30"]));
+        s.rt.create_and_start(b, id);
+        let file = format!("/sys/fs/cgroup/memory/sandboy/{id}/memory.kmem.tcp.limit_in_bytes");
+        fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    let id = unique_id("esc-tcp");
+    assert_eq!(tcp_limit(&s.bundle, &id).trim(), (64u64 << 20).to_string());
+    let plain = Bundle::busybox(&["/bin/true"]);
+    let id = unique_id("esc-tcp-plain");
+    let unlimited: u64 = tcp_limit(&plain, &id).trim().parse().unwrap();
+    assert!(unlimited > 1 << 60, "{unlimited}");
+}
+
 fn timeout_log_ok(log: &Path, id: &str) {
     assert!(
         !warn_lines_with(log, id, "timeout").is_empty(),

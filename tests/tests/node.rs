@@ -639,6 +639,10 @@ fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
         "{}",
         text(&o.stderr)
     );
+    // Its counterpart: the policy's own user, asked for, runs.
+    let o = n.sandboy(&["exec", "--user", "65534:65534", &id, "id", "-u"]);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "65534\n");
     // `update` may lower the policy's pids limit, never raise it (a red
     // team's took 32 to max).
     let o = n.sandboy(&["update", "--pids-limit", "100000", &id]);

@@ -167,12 +167,15 @@ fn copy(
 }
 
 impl Snapshot {
+    /// `.git` is still the directory copied from (not replaced or moved).
+    fn same_dir(&self) -> bool {
+        fs::symlink_metadata(&self.git).is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id)
+    }
+
     /// The first entry that differs now, or `.git` itself if it is not
     /// the same directory.
     fn changed(&self) -> Option<PathBuf> {
-        let same_dir = fs::symlink_metadata(&self.git)
-            .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
-        if !same_dir {
+        if !self.same_dir() {
             return Some(self.git.clone());
         }
         let mut now = BTreeMap::new();
@@ -192,9 +195,7 @@ impl Snapshot {
     /// Remove what is there now and write the copy back, never through a
     /// link (the step's processes are all gone: nothing races this).
     fn restore(&self) -> std::io::Result<()> {
-        let same_dir = fs::symlink_metadata(&self.git)
-            .is_ok_and(|m| m.is_dir() && (m.dev(), m.ino()) == self.id);
-        if !same_dir {
+        if !self.same_dir() {
             return Err(std::io::Error::other(
                 "the .git directory itself was replaced",
             ));
