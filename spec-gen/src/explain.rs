@@ -38,7 +38,7 @@ fn net_enforcement(o: &mut String, p: &Policy, ports: &dyn Fn(&[u16]) -> String)
     if p.unix {
         let _ = writeln!(o, "    unix = true: unprivileged `sandboy wrap` may create UNIX sockets and so connect to any host socket the user can (ssh-agent, D-Bus, docker); Landlock restricts pathname sockets only from ABI 9");
     } else {
-        let _ = writeln!(o, "    UNIX sockets under unprivileged `sandboy wrap`: refused (EACCES on socket(AF_UNIX); socketpair works), since below Landlock ABI 9 nothing else keeps the step from the user's host sockets; `unix = true` opens them");
+        let _ = writeln!(o, "    UNIX sockets under unprivileged `sandboy wrap`: refused (EACCES on socket(AF_UNIX) and on datagram socketpair(AF_UNIX), whose sockets could sendto any path; stream socketpair works), since below Landlock ABI 9 nothing else keeps the step from the user's host sockets; `unix = true` opens them");
     }
 }
 
@@ -72,7 +72,9 @@ pub fn explain(p: &Policy) -> String {
             p.ignore.join(", ")
         );
     }
-    o
+    // Defence in depth: the loader refuses control characters in paths and
+    // patterns, and whatever else came from the policy prints as escapes.
+    crate::printable::printable(&o).into_owned()
 }
 
 fn process(o: &mut String, p: &Policy) {

@@ -245,18 +245,34 @@ fn per_bit(out: &mut Vec<LinuxSyscall>, name: &str, index: usize, bits: &[u64], 
     }
 }
 
-/// `socket(AF_UNIX, …)` fails with EACCES (`socketpair` still works), for
-/// processes on the host's filesystem, where pathname UNIX sockets of the
-/// user or of root (ssh-agent, D-Bus, an engine's API) answer any process
-/// that may connect: Landlock restricts them only from ABI 9 and seccomp
-/// cannot see a connect's address. Unprivileged `wrap` adds it unless
-/// `[net] unix = true`; the egress gateway's own process always.
-pub fn unix_sockets() -> LinuxSyscall {
+/// `socket(AF_UNIX, …)` and `socketpair(AF_UNIX, SOCK_DGRAM, …)` fail with
+/// EACCES, for processes on the host's filesystem, where pathname UNIX
+/// sockets of the user or of root (ssh-agent, D-Bus, an engine's API,
+/// journald's `/dev/log`, `$NOTIFY_SOCKET`) answer any process that may
+/// connect: Landlock restricts them only from ABI 9 and seccomp cannot see
+/// a connect's or a `sendto`'s address. A datagram pair is unbound but not
+/// bound to its peer: `sendto` or `connect` with a path reach any datagram
+/// socket (a red team wrote to journald so). Stream and seqpacket pairs
+/// stay: their sockets are connected for good (`connect` is `EISCONN`).
+/// Unprivileged `wrap` adds these unless `[net] unix = true`; the egress
+/// gateway's own process always.
+pub fn unix_sockets() -> Vec<LinuxSyscall> {
     let v = Verdict {
         action: SeccompAction::Errno,
         errno: Some(EACCES),
     };
-    rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)])
+    vec![
+        rule(&["socket"], v, vec![masked(0, INT, AF_UNIX)]),
+        // The type's low bits; SOCK_NONBLOCK and SOCK_CLOEXEC sit above.
+        rule(
+            &["socketpair"],
+            v,
+            vec![
+                masked(0, INT, AF_UNIX),
+                masked(1, SOCK_TYPE_MASK, SOCK_DGRAM),
+            ],
+        ),
+    ]
 }
 
 /// File attribute ioctls refused with EPERM where the host's files are

@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <termios.h>
 #include <linux/fs.h>
 #include <sys/xattr.h>
 #include <sys/mman.h>
@@ -434,6 +435,9 @@ int main(int argc, char **argv)
 		return result(fd < 0 ? -1 : listen(fd, 1));
 	} else if (!strcmp(cmd, "socket") && a && b && argc > 4) {
 		return result(socket(atoi(a), atoi(b), atoi(argv[4])));
+	} else if (!strcmp(cmd, "socketpair") && a) {
+		int sv[2];
+		return result(socketpair(AF_UNIX, (int)strtol(a, NULL, 0), 0, sv));
 	} else if (!strcmp(cmd, "udp-send") && a) {
 		return udp_send(atoi(a));
 	} else if (!strcmp(cmd, "memfd-exec") && a && b) {
@@ -507,6 +511,20 @@ int main(int argc, char **argv)
 			_exit(0);
 		}
 		return result(r < 0 ? -1 : 0);
+	} else if (!strcmp(cmd, "tty-fg")) {
+		/* Take the terminal's foreground and set TOSTOP: any other
+		 * process group of the session that writes to it now stops. */
+		struct termios t;
+		signal(SIGTTOU, SIG_IGN);
+		if (setpgid(0, 0) || tcsetpgrp(0, getpgrp()) || tcgetattr(0, &t))
+			return result(-1);
+		t.c_lflag |= TOSTOP;
+		if (tcsetattr(0, TCSANOW, &t))
+			return result(-1);
+		printf("foreground\n");
+		fflush(stdout);
+		for (;;)
+			pause();
 	} else if (!strcmp(cmd, "tty-size")) {
 		struct winsize ws;
 		return result(ioctl(0, TIOCGWINSZ, &ws));

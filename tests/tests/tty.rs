@@ -94,21 +94,43 @@ fn write_policy(path: &Path, bin: &Path, namespace: &str) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o644)).unwrap();
 }
 
+/// A test user with copies of the probe and of sandboy it can run.
+struct Unprivileged {
+    user: TestUser,
+    dir: TempDir,
+    probe: PathBuf,
+    sandboy: PathBuf,
+}
+
+impl Unprivileged {
+    fn new(test: &str) -> Option<Self> {
+        let probe_bin = probe_bin(test)?;
+        let sandboy_bin = need_sandboy(test)?;
+        let user = TestUser::create(test)?;
+        let dir = TempDir::new("tty");
+        let probe = user.reachable_copy(&probe_bin, &dir);
+        let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+        Some(Unprivileged {
+            user,
+            dir,
+            probe,
+            sandboy,
+        })
+    }
+}
+
 #[test]
 fn unprivileged_wrap_cannot_type_into_the_callers_terminal() {
     let test = "unprivileged_wrap_cannot_type_into_the_callers_terminal";
-    let Some(probe_bin) = probe_bin(test) else {
+    let Some(Unprivileged {
+        user,
+        dir,
+        probe,
+        sandboy,
+    }) = Unprivileged::new(test)
+    else {
         return;
     };
-    let Some(sandboy_bin) = need_sandboy(test) else {
-        return;
-    };
-    let Some(user) = TestUser::create(test) else {
-        return;
-    };
-    let dir = TempDir::new("tty");
-    let probe = user.reachable_copy(&probe_bin, &dir);
-    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
     let bin = probe.parent().unwrap();
     for (tier, namespace) in [("landlock", "host"), ("namespaces", "none")] {
         let policy = dir.path().join(format!("{tier}.toml"));
@@ -183,4 +205,44 @@ fn root_wrap_and_containers_cannot_type_into_the_callers_terminal() {
         rt.run(&["delete", "--force", &id]);
         remove_cgroup_tree(&format!("sandboy/{id}"));
     }
+}
+
+/// Issue 15, found by trying this build: a step that takes the terminal's
+/// foreground and sets TOSTOP made the watchdog's first log line stop it
+/// (SIGTTOU), and with it the timeout and the restore of held files. The
+/// watchdog ignores the terminal's job-control stops: the step is killed
+/// at its deadline and the timeout is reported on the terminal.
+#[test]
+fn a_step_in_the_terminals_foreground_still_meets_its_timeout() {
+    let test = "a_step_in_the_terminals_foreground_still_meets_its_timeout";
+    let Some(u) = Unprivileged::new(test) else {
+        return;
+    };
+    let policy = u.dir.path().join("fg.toml");
+    write_policy(&policy, u.probe.parent().unwrap(), "host");
+    let body = fs::read_to_string(&policy).unwrap() + "[limits]\ntimeout = \"2s\"\n";
+    fs::write(&policy, body).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = u.user.cmd(&u.sandboy);
+        c.args(["wrap", "--isolation", "landlock", "--policy"])
+            .arg(&policy)
+            .arg("--")
+            .arg(&u.probe)
+            .args(args)
+            .current_dir(u.dir.path());
+        let started = std::time::Instant::now();
+        let (code, shown) = on_pty(&c);
+        (code, shown, started.elapsed())
+    };
+    let (code, shown, took) = run(&["tty-fg"]);
+    assert!(shown.contains("foreground"), "{shown}");
+    assert_eq!(code, 137, "{shown}");
+    assert!(shown.contains("timeout"), "{shown}");
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "{took:?}: {shown}"
+    );
+    // Allowed: a step that stays in the background of its terminal runs.
+    let (code, shown, _) = run(&["tty-size"]);
+    assert_eq!(code, 0, "{shown}");
 }

@@ -248,6 +248,19 @@ fn the_deadline_stops_a_guest_asleep_in_a_host_call() {
     assert_eq!(text(&o.stdout), "tick\n");
 }
 
+/// The bundle's payload becomes `/mnt/app.wasm`, from a read-only bind of
+/// the host directory `src` (seen only inside the container).
+fn payload_behind_a_bind(bundle: &std::path::Path, src: &std::path::Path) {
+    let cfg = bundle.join("config.json");
+    let mut c: serde_json::Value = serde_json::from_slice(&fs::read(&cfg).unwrap()).unwrap();
+    c["mounts"].as_array_mut().unwrap().push(serde_json::json!({
+        "destination": "/mnt", "type": "bind",
+        "source": src.to_str().unwrap(), "options": ["rbind", "ro"]
+    }));
+    c["process"]["args"][0] = "/mnt/app.wasm".into();
+    fs::write(&cfg, c.to_string()).unwrap();
+}
+
 #[test]
 fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     if !need_root("bad_payloads_fail_create_with_exit_2_and_leave_nothing") {
@@ -281,21 +294,51 @@ fn bad_payloads_fail_create_with_exit_2_and_leave_nothing() {
     let app = dir.path().join("b/rootfs/app.wasm");
     fs::remove_file(&app).unwrap();
     assert_exit(&capture(Command::new("mkfifo").arg(&app)), 0);
+    let run = |bundle: &std::path::Path, id: &str| {
+        output_timeout(
+            Command::new(&rt.bin)
+                .args([
+                    "--root",
+                    rt.root.path().to_str().unwrap(),
+                    "run",
+                    "--bundle",
+                ])
+                .arg(bundle)
+                .arg(id),
+            std::time::Duration::from_secs(60),
+        )
+    };
     let id = unique_id("fifo");
-    let o = output_timeout(
-        Command::new(&rt.bin)
-            .args([
-                "--root",
-                rt.root.path().to_str().unwrap(),
-                "run",
-                "--bundle",
-            ])
-            .arg(dir.path().join("b"))
-            .arg(&id),
-        std::time::Duration::from_secs(60),
-    );
+    let o = run(&dir.path().join("b"), &id);
     assert_exit_stderr(&o, 2, "not a regular file");
     assert!(!rt.root.path().join(&id).exists());
+    // The same FIFO behind a bind mount, seen only inside the container
+    // (found by trying this build: the init's own open blocked).
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
+    let src = dir.path().join("planted");
+    fs::create_dir(&src).unwrap();
+    assert_exit(
+        &capture(Command::new("mkfifo").arg(src.join("app.wasm"))),
+        0,
+    );
+    payload_behind_a_bind(&dir.path().join("b"), &src);
+    let id = unique_id("fifobind");
+    let o = run(&dir.path().join("b"), &id);
+    assert_ne!(o.status.code(), Some(0), "{o:?}");
+    assert!(text(&o.stderr).contains("not a regular file"), "{o:?}");
+    assert!(!rt.root.path().join(&id).exists());
+    assert!(cgroups_named(&id).is_empty());
+    // Allowed: a real module behind the same kind of bind runs.
+    let dir = wasi_bundle(WASI_HELLO_P1, None);
+    let src = dir.path().join("shipped");
+    fs::create_dir(&src).unwrap();
+    fs::copy(dir.path().join("m.wasm"), src.join("app.wasm")).unwrap();
+    payload_behind_a_bind(&dir.path().join("b"), &src);
+    let id = unique_id("shipped");
+    let _g = rt.guard(&id);
+    let o = run(&dir.path().join("b"), &id);
+    assert_exit(&o, 3);
+    assert_eq!(text(&o.stdout), "hello from wasi\n");
 }
 
 #[test]

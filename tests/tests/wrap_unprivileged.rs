@@ -777,6 +777,139 @@ fn a_checkouts_hooks_and_config_are_not_committed_from_a_write_path() {
     assert!(repo.join(".git/objects/cd").is_file());
 }
 
+/// Issue 15, found by trying this build: git runs more than `.git/config`
+/// and `.git/hooks`. `commondir` and `config.worktree` redirect or add
+/// configuration, a submodule's git directory under `.git/modules` has its
+/// own, a worktree's `.git` file names its git directory, a bare
+/// repository has hooks of its own, and `core.hooksPath` may point into
+/// the write path. Each is put back (landlock tier) or refuses the commit
+/// (namespaces tier); the same step writing a source file next to them is
+/// allowed.
+#[test]
+fn every_file_git_runs_from_is_held() {
+    let t = "every_file_git_runs_from_is_held";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let out = env.dir.path().join("out");
+    let write = |rel: &str, body: &str| {
+        let p = out.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, body).unwrap();
+    };
+    for g in ["repo/.git", "repo/.git/modules/lib/sub", "bare.git"] {
+        write(&format!("{g}/HEAD"), "ref: refs/heads/main\n");
+        write(&format!("{g}/config"), "[core]\n");
+        fs::create_dir_all(out.join(g).join("objects")).unwrap();
+    }
+    fs::create_dir_all(out.join("bare.git/hooks")).unwrap();
+    write("wt/.git", "gitdir: /nonexistent/.git/worktrees/wt\n");
+    write("hp/.git/HEAD", "ref: refs/heads/main\n");
+    write("hp/.git/config", "[core]\n\thooksPath = githooks\n");
+    fs::create_dir_all(out.join("hp/.git/objects")).unwrap();
+    fs::create_dir_all(out.join("githooks-unused")).unwrap();
+    fs::create_dir_all(out.join("hp/githooks")).unwrap();
+    let chown = capture(
+        std::process::Command::new("chown")
+            .arg("-R")
+            .arg(format!("{}:{}", env.user.uid, env.user.gid))
+            .arg(&out),
+    );
+    assert_exit(&chown, 0);
+    let at = out.display();
+    let plants = [
+        (
+            format!("echo /tmp/evil > {at}/repo/.git/commondir"),
+            "repo/.git/commondir",
+        ),
+        (
+            format!("echo '[core]' > {at}/repo/.git/config.worktree"),
+            "repo/.git/config.worktree",
+        ),
+        (
+            format!("printf 'fsmonitor = x\\n' >> {at}/repo/.git/modules/lib/sub/config"),
+            "repo/.git/modules/lib/sub/config",
+        ),
+        (
+            format!("echo 'gitdir: /tmp/evil' > {at}/wt/.git"),
+            "wt/.git",
+        ),
+        (
+            format!("echo id > {at}/bare.git/hooks/post-update"),
+            "bare.git/hooks/post-update",
+        ),
+        (
+            format!("echo id > {at}/hp/githooks/pre-commit"),
+            "hp/githooks/pre-commit",
+        ),
+    ];
+    let snapshot = || {
+        [
+            "repo/.git/config",
+            "repo/.git/modules/lib/sub/config",
+            "wt/.git",
+            "hp/.git/config",
+        ]
+        .map(|f| fs::read_to_string(out.join(f)).unwrap())
+    };
+    let before = snapshot();
+    let gone = [
+        "repo/.git/commondir",
+        "repo/.git/config.worktree",
+        "bare.git/hooks/post-update",
+        "hp/githooks/pre-commit",
+    ];
+    let sh = |tier: &str, policy: &Path, script: &str| {
+        output_timeout(
+            &mut env.wrap(tier, policy, &["sh", "-c", script]),
+            std::time::Duration::from_secs(60),
+        )
+    };
+    let landlock = env.policy("git-ll", "host", "");
+    for (plant, what) in &plants {
+        let r = sh(
+            "landlock",
+            &landlock,
+            &format!("echo code > {at}/main.c && {plant}"),
+        );
+        assert_exit(&r, 1);
+        assert!(
+            text(&r.stderr).contains("were put back"),
+            "{what}: {}",
+            text(&r.stderr)
+        );
+        assert_eq!(snapshot(), before, "{what}");
+        assert!(gone.iter().all(|g| !out.join(g).exists()), "{what}");
+    }
+    let r = sh("landlock", &landlock, &format!("echo code > {at}/main.c"));
+    assert_exit(&r, 0);
+    if !namespaces_work(&env) {
+        skip(
+            t,
+            "namespaces tier: unprivileged user namespaces are refused here",
+        );
+        return;
+    }
+    let staged = env.policy("git-ns", "none", "");
+    // The namespaces tier holds the `.git` of checkouts (not yet bare
+    // repositories or a hooksPath: docs/security.md).
+    for (plant, what) in &plants[..4] {
+        let r = sh(
+            "namespaces",
+            &staged,
+            &format!("echo code2 > {at}/new.c && {plant}"),
+        );
+        assert_exit(&r, 1);
+        assert!(
+            text(&r.stderr).contains("refusing to commit"),
+            "{what}: {}",
+            text(&r.stderr)
+        );
+        assert!(!out.join("new.c").exists(), "{what}");
+        assert_eq!(snapshot(), before, "{what}");
+    }
+}
+
 /// Whether the namespaces tier can run here (unprivileged user namespaces).
 fn namespaces_work(env: &Env) -> bool {
     let o = env.probe(
@@ -838,6 +971,22 @@ fn unix_sockets_are_refused_unless_the_policy_opens_them() {
         let o = env.probe(tier, &closed, &["socket", "1", "1", "0"]);
         assert_probe(&o, false, &format!("{tier}: AF_UNIX socket"));
         assert!(text(&o.stdout).contains("EACCES"), "{}", text(&o.stdout));
+        // A datagram pair could sendto any pathname socket (journald's
+        // /dev/log, $NOTIFY_SOCKET; found by trying this build), with its
+        // flags too; a stream pair is connected for good and stays.
+        for ty in ["2", "0x80802"] {
+            let o = env.probe(tier, &closed, &["socketpair", ty]);
+            assert_probe(&o, false, &format!("{tier}: datagram socketpair {ty}"));
+            assert!(text(&o.stdout).contains("EACCES"), "{}", text(&o.stdout));
+        }
+        for ty in ["1", "5"] {
+            let o = env.probe(tier, &closed, &["socketpair", ty]);
+            assert_probe(
+                &o,
+                true,
+                &format!("{tier}: stream/seqpacket socketpair {ty}"),
+            );
+        }
         let open = env.policy(&format!("unix-open-{tier}"), ns_of(tier), "");
         let body = fs::read_to_string(&open)
             .unwrap()
@@ -848,6 +997,12 @@ fn unix_sockets_are_refused_unless_the_policy_opens_them() {
             &o,
             true,
             &format!("{tier}: AF_UNIX socket with unix = true"),
+        );
+        let o = env.probe(tier, &open, &["socketpair", "2"]);
+        assert_probe(
+            &o,
+            true,
+            &format!("{tier}: datagram socketpair, unix = true"),
         );
     }
 }

@@ -246,21 +246,17 @@ fn resolve(
 /// kernel's own, in that one open), and its path is never resolved again:
 /// the container gets a copy of this descriptor.
 fn readable_file(path: &Path, input: bool) -> std::result::Result<(PathBuf, u64, File), String> {
-    use std::os::unix::fs::OpenOptionsExt;
     let root = input && nix::unistd::geteuid().is_root();
     let f = if root {
         input::open(path).map_err(|e| e.message)?
     } else {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-            .map_err(|e| format!("cannot read: {e}"))?
+        crate::host::open_regular(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => e.to_string(),
+            _ => format!("cannot read: {e}"),
+        })?
     };
+    // Both opens refused anything but a regular file.
     let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
-    }
     // One byte read proves the file is readable, not only openable.
     let _ = (&f)
         .take(1)

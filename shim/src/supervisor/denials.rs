@@ -935,12 +935,17 @@ impl Collector {
         self.complete_stale(true);
         let lost_now = Socket::control().and_then(|c| c.status()).ok();
         if let (Some(before), Some(now)) = (lost_before, lost_now) {
-            if now.lost > before && !self.denials.is_empty() {
+            // Also with an empty report: a flood (anyone's) that fills the
+            // backlog can drop this container's only refusal, or the
+            // record of its Landlock domain and with it every later one;
+            // "no refusal" must not read as certain then.
+            if now.lost > before {
                 tracing::warn!(
                     id = %self.id,
                     lost = now.lost - before,
                     backlog_limit = now.backlog_limit,
-                    "the kernel dropped audit records while this container ran (node-wide count; audit backlog full): its refusal counts are lower bounds"
+                    reported = self.denials.len(),
+                    "the kernel dropped audit records while this container ran (node-wide count; audit backlog full): its report may miss refusals, and its counts are lower bounds"
                 );
             }
         }

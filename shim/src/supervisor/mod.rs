@@ -71,6 +71,9 @@ const MARK_WAIT: Duration = Duration::from_secs(1);
 const QUIET: Duration = Duration::from_millis(30);
 /// While records stream in, the pause between reads, in ms (see `supervise`).
 const BATCH_MS: u8 = 2;
+/// The most records, and the longest time, one wakeup reads before the
+/// deadline is looked at again (see `read_ready`).
+const DRAIN_SLICE: (usize, Duration) = (4096, Duration::from_millis(20));
 
 /// The container a supervisor watches.
 #[derive(Debug, Clone)]
@@ -288,10 +291,17 @@ fn wait_any(
     }
 }
 
-/// Every record already queued on the socket, without blocking; how many.
+/// Records already queued on the socket, without blocking; how many. At
+/// most [`DRAIN_SLICE`] of them or of time per wakeup: another user's flood
+/// of audit records would otherwise keep the loop here and postpone the
+/// deadline check (the timeout kill) for as long as it lasts.
 fn read_ready(socket: &audit::Socket, c: &mut denials::Collector, buf: &mut [u8]) -> usize {
     let mut read = 0;
+    let until = Instant::now() + DRAIN_SLICE.1;
     loop {
+        if read >= DRAIN_SLICE.0 || Instant::now() >= until {
+            return read;
+        }
         match socket.try_record(buf) {
             Ok(Some(r)) => {
                 c.feed(&r);

@@ -47,7 +47,9 @@ impl Payload {
         if self.code.borrow().is_some() {
             return Ok(());
         }
-        let file = File::open(args0).map_err(|e| format!("{args0}: {e}"))?;
+        // Never blocking: the payload's path is the container's to plant.
+        let file =
+            crate::host::open_regular(Path::new(args0)).map_err(|e| format!("{args0}: {e}"))?;
         let mut head = [0u8; 8];
         let wasm = file.read_exact_at(&mut head, 0).is_ok()
             && sandboy_wasm_contract::encoding(&head).is_some();

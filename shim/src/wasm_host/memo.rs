@@ -63,7 +63,7 @@ struct Key {
 /// file the host accepts (then `prepare` runs, as without a memo, and
 /// refuses it). The payload is hashed as it streams, never held whole.
 fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<Key> {
-    let file = std::fs::File::open(payload).ok()?;
+    let file = crate::host::open_regular(payload).ok()?;
     let payload_sha = digest::sha256_reader(file, sandboy_wasm_contract::MAX_WASM_FILE)?;
     // The host binary by identity and version: a replaced or rebuilt
     // binary is another key.

@@ -24,7 +24,9 @@
 //!
 //! * the control files of a repository the host already has are not
 //!   committed from a write path that merely holds it: a change to
-//!   `.git/config`, `.git/hooks/…`, `.git/info/…`, or a `.git` directory
+//!   `.git/config`, `.git/hooks/…`, `.git/info/…`, `commondir` or
+//!   `config.worktree` (of `.git` or of a submodule's git directory under
+//!   `.git/modules`), or a `.git` directory or worktree file changed or
 //!   replaced by a file (`gitdir:` pointing elsewhere) refuses the whole
 //!   commit (a repository the step made, such as a `git clone` into the
 //!   write path, is committed as its output). The user's next `git`
@@ -171,7 +173,7 @@ pub fn commit_dir_fds(
     fits(up, host)?;
     let granted = host.components().any(|c| c.as_os_str() == ".git");
     if !granted {
-        if let Some(planted) = repository_control(up, Some(to), host, false)? {
+        if let Some(planted) = repository_control(up, Some(to), host, Within::Tree)? {
             return Err(CommitError {
                 what: "refusing to commit",
                 path: planted.display().to_string(),
@@ -191,17 +193,26 @@ pub fn commit_dir_fds(
     Ok(w.counts)
 }
 
+/// Where [`repository_control`] looks: in a checkout's tree, in a git
+/// directory the host has, or below its `modules` (submodules' git
+/// directories, whose names may hold slashes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Within {
+    Tree,
+    Git,
+    Modules,
+}
+
 /// The first staged entry below `dir` (the host path `at`, whose host
 /// directory is `host` where it exists) that is a control file of a
-/// repository the host has (see the module's documentation); `in_git`:
-/// `dir` is such a `.git` directory. The host side is looked at through
-/// directory fds: the namespaces tier's commit runs where host paths do
-/// not resolve.
+/// repository the host has (see the module's documentation). The host
+/// side is looked at through directory fds: the namespaces tier's commit
+/// runs where host paths do not resolve.
 fn repository_control(
     dir: BorrowedFd<'_>,
     host: Option<BorrowedFd<'_>>,
     at: &Path,
-    in_git: bool,
+    within: Within,
 ) -> Result<Option<std::path::PathBuf>, CommitError> {
     for entry in Dir::read_from(dir).map_err(err("reading", at))? {
         let entry = entry.map_err(err("reading", at))?;
@@ -211,7 +222,10 @@ fn repository_control(
             continue;
         }
         let path = at.join(OsStr::from_bytes(bytes));
-        if in_git && matches!(bytes, b"config" | b"hooks" | b"info") {
+        let control = super::repository::CONTROL
+            .iter()
+            .any(|c| c.as_bytes() == bytes);
+        if within != Within::Tree && control {
             return Ok(Some(path));
         }
         let Some(st) = lstat(dir, name).map_err(err("stat", &path))? else {
@@ -222,14 +236,26 @@ fn repository_control(
         let host_sub = host.and_then(|h| open_dir(h, name).ok());
         // Only a repository the host had: one the step made (a `git
         // clone` into the write path) is its output, like any file it wrote.
-        let held = bytes == b".git" && host_sub.is_some();
+        // A worktree's or submodule's `.git` is a file (`gitdir:`).
+        let held = within == Within::Tree
+            && bytes == b".git"
+            && host.is_some_and(|h| lstat(h, name).ok().flatten().is_some());
         if held && !is_dir {
             return Ok(Some(path));
         }
-        if is_dir && (bytes != b".git" || held) {
+        let next = match (within, bytes) {
+            (Within::Tree, b".git") if held => Within::Git,
+            (Within::Tree, b".git") => continue,
+            (Within::Tree, _) => Within::Tree,
+            (Within::Git, b"modules") => Within::Modules,
+            (Within::Git, _) => continue,
+            (Within::Modules, b"objects" | b"refs" | b"logs") => continue,
+            (Within::Modules, _) => Within::Modules,
+        };
+        if is_dir {
             let sub = open_dir(dir, name).map_err(err("opening staged", &path))?;
             let host_sub = host_sub.as_ref().map(|h| h.as_fd());
-            if let Some(p) = repository_control(sub.as_fd(), host_sub, &path, held)? {
+            if let Some(p) = repository_control(sub.as_fd(), host_sub, &path, next)? {
                 return Ok(Some(p));
             }
         }

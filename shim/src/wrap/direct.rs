@@ -218,7 +218,7 @@ fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
 fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> LinuxSeccomp {
     let mut rules = profile.syscalls().clone().unwrap_or_default();
     if !policy.unix {
-        rules.push(sandboy_spec_gen::guards::unix_sockets());
+        rules.extend(sandboy_spec_gen::guards::unix_sockets());
     }
     if tier == Tier::Landlock {
         rules.extend(sandboy_spec_gen::guards::host_processes());

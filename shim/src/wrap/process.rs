@@ -38,18 +38,33 @@ pub fn handled_signals() -> SigSet {
     s
 }
 
-/// Block the handled signals (before forking, so none is lost).
+/// Terminal job-control stops the supervisor must never obey: a step that
+/// takes the terminal's foreground (and sets TOSTOP) would otherwise stop
+/// the watchdog with the first log line it writes, and with it the timeout
+/// and the restore of held files.
+const JOB_CONTROL_STOPS: [Signal; 2] = [Signal::SIGTTOU, Signal::SIGTTIN];
+
+/// Block the handled signals (before forking, so none is lost) and ignore
+/// terminal job-control stops; `reset_signals` undoes both in the child.
 pub fn block_signals() -> nix::Result<()> {
+    use nix::sys::signal::{signal, SigHandler};
+    for sig in JOB_CONTROL_STOPS {
+        // SAFETY: SIG_IGN installs no handler code.
+        unsafe { signal(sig, SigHandler::SigIgn) }?;
+    }
     sigprocmask(SigmaskHow::SIG_BLOCK, Some(&handled_signals()), None)
 }
 
 /// The command starts with an empty signal mask and default SIGPIPE (Rust
-/// ignores it, and an ignored signal stays ignored across execve).
+/// ignores it, and an ignored signal stays ignored across execve), SIGTTOU
+/// and SIGTTIN.
 pub fn reset_signals() -> nix::Result<()> {
     use nix::sys::signal::{signal, SigHandler};
     sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-    // SAFETY: restoring the default disposition installs no handler code.
-    unsafe { signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+    for sig in std::iter::once(Signal::SIGPIPE).chain(JOB_CONTROL_STOPS) {
+        // SAFETY: restoring the default disposition installs no handler code.
+        unsafe { signal(sig, SigHandler::SigDfl) }?;
+    }
     Ok(())
 }
 

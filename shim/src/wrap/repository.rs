@@ -10,10 +10,19 @@
 //! its whole process tree is gone: anything changed is put back, and the
 //! run fails naming it.
 //!
+//! What is held is everything git runs from or is redirected by
+//! ([`CONTROL`]: config, `config.worktree`, `commondir`, hooks, info) of
+//! each git directory: a checkout's `.git`, its submodules' under
+//! `.git/modules`, a bare repository; a worktree's `.git` file; and the
+//! hooks directory a `core.hooksPath` names inside a write path (a red
+//! team went through each of these once `.git/config` was held).
+//!
 //! The repositories held are those at most [`DEPTH`] levels below a write
 //! path (a checkout, or a directory of checkouts), looked for in at most
 //! [`MAX_DIRS`] directories, each with at most [`MAX_BYTES`] of control
-//! files; a write path inside `.git` is the user's explicit grant.
+//! files; a write path inside `.git` is the user's explicit grant. A
+//! repository the step makes is its output, and `include.path` files are
+//! not followed (docs/security.md).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -21,8 +30,11 @@ use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// The control entries of a `.git` directory that git runs from.
-const HELD: &[&str] = &["config", "hooks", "info"];
+/// The control entries of a git directory that git runs from or that
+/// redirect it (`commondir` names another directory's config and hooks,
+/// `config.worktree` adds configuration); the namespaces tier's commit
+/// refuses the same names.
+pub const CONTROL: &[&str] = &["config", "config.worktree", "commondir", "hooks", "info"];
 
 /// Past this, a repository's control files are not copied (a warning says
 /// so): hooks directories hold kilobytes.
@@ -33,9 +45,19 @@ const MAX_BYTES: u64 = 8 << 20;
 const DEPTH: usize = 2;
 const MAX_DIRS: usize = 500;
 
-/// The `.git` directories at most [`DEPTH`] levels below `root`, without
-/// following links.
-fn repositories(root: &Path) -> Vec<PathBuf> {
+/// Whether `dir` is a git directory by its shape (git's own test: `HEAD`,
+/// `objects`): a bare repository, or a submodule's under `.git/modules`.
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir()
+}
+
+/// What a write path holds that git runs from: each git directory (a
+/// checkout's `.git`, a bare repository, a submodule's) with the entries
+/// [`CONTROL`] names, and each checkout's `.git` *file* (a worktree's or a
+/// submodule's `gitdir:` pointer) with itself. At most [`DEPTH`] levels
+/// below `root`, without following links.
+fn repositories(root: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
+    let control = || CONTROL.iter().map(PathBuf::from).collect::<Vec<_>>();
     let mut found = Vec::new();
     let mut level = vec![root.to_path_buf()];
     let mut visited = 0;
@@ -46,23 +68,87 @@ fn repositories(root: &Path) -> Vec<PathBuf> {
             if visited > MAX_DIRS {
                 return found;
             }
+            if dir != root && is_git_dir(&dir) {
+                found.push((dir, control()));
+                continue;
+            }
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
             };
             for e in entries.flatten() {
-                if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                    continue;
-                }
-                if e.file_name() == ".git" {
-                    found.push(e.path());
-                } else {
-                    next.push(e.path());
+                let Ok(kind) = e.file_type() else { continue };
+                match (e.file_name() == ".git", kind.is_dir(), kind.is_file()) {
+                    (true, true, _) => {
+                        modules(&e.path().join("modules"), 0, &mut found);
+                        found.push((e.path(), control()));
+                    }
+                    (true, _, true) => found.push((dir.clone(), vec![PathBuf::from(".git")])),
+                    (false, true, _) => next.push(e.path()),
+                    _ => {}
                 }
             }
         }
         level = next;
     }
     found
+}
+
+/// The submodules' git directories below `dir` (`.git/modules/<path>`,
+/// whose names may hold slashes, and theirs in turn).
+fn modules(dir: &Path, depth: usize, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
+    if depth > 4 || found.len() > MAX_DIRS {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = e.path();
+        if is_git_dir(&path) {
+            modules(&path.join("modules"), depth + 1, found);
+            found.push((path, CONTROL.iter().map(PathBuf::from).collect()));
+        } else {
+            modules(&path, depth + 1, found);
+        }
+    }
+}
+
+/// `core.hooksPath` of the git directory `git`'s config, as a path (a
+/// relative one is the working tree's, `~/` the user's home): hooks there
+/// run like the repository's own.
+fn hooks_path(git: &Path) -> Option<PathBuf> {
+    let config = fs::read_to_string(git.join("config")).ok()?;
+    let mut in_core = false;
+    let mut found = None;
+    for line in config.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_core = line
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim()
+                .eq_ignore_ascii_case("core");
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
+            found = Some(value.trim().trim_matches('"').to_owned());
+        }
+    }
+    let v = found?;
+    Some(if let Some(rest) = v.strip_prefix("~/") {
+        PathBuf::from(std::env::var_os("HOME")?).join(rest)
+    } else if v.starts_with('/') {
+        PathBuf::from(v)
+    } else if git.file_name().is_some_and(|n| n == ".git") {
+        git.parent()?.join(v)
+    } else {
+        git.join(v)
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,9 +160,13 @@ enum Entry {
 
 /// One repository's control files as they were before the step.
 struct Snapshot {
+    /// The directory the held names are in (a git directory, or a
+    /// checkout for its `.git` file, or a hooks directory's parent).
     git: PathBuf,
-    /// `.git`'s device and inode: restored only into the same directory.
+    /// Its device and inode: restored only into the same directory.
     id: (u64, u64),
+    /// The held entries of `git`, relative to it.
+    names: Vec<PathBuf>,
     entries: BTreeMap<PathBuf, Entry>,
 }
 
@@ -84,22 +174,46 @@ struct Snapshot {
 pub struct Held(Vec<Snapshot>);
 
 impl Held {
-    /// Copy the control files of every write path's `.git`.
+    /// Copy the control files of every repository in the write paths.
     pub fn take(write: &[String], id: &str) -> Held {
         let granted = |git: &Path| write.iter().any(|w| Path::new(w).starts_with(git));
+        let writable = |p: &Path| write.iter().any(|w| p.starts_with(w));
+        let mut found: Vec<_> = write
+            .iter()
+            .flat_map(|w| repositories(Path::new(w)))
+            .collect();
+        // Hooks a repository's config points into a write path.
+        let hooks: Vec<_> = found
+            .iter()
+            .filter_map(|(git, _)| hooks_path(git))
+            .filter(|h| writable(h) && !granted(h))
+            .filter_map(|h| {
+                Some((
+                    h.parent()?.to_path_buf(),
+                    vec![PathBuf::from(h.file_name()?)],
+                ))
+            })
+            .collect();
+        found.extend(hooks);
         let mut held = Vec::new();
-        for git in write.iter().flat_map(|w| repositories(Path::new(w))) {
+        for (git, names) in found {
             let Ok(meta) = fs::symlink_metadata(&git) else {
                 continue;
             };
-            if !meta.is_dir() || granted(&git) {
+            // A write path inside the git directory, or the one entry
+            // held, is the user's explicit grant.
+            let target = match names.as_slice() {
+                [one] => git.join(one),
+                _ => git.clone(),
+            };
+            if !meta.is_dir() || granted(&target) {
                 continue;
             }
             let mut entries = BTreeMap::new();
             let mut budget = MAX_BYTES;
-            if HELD
+            if names
                 .iter()
-                .any(|n| copy(&git, Path::new(n), &mut entries, &mut budget).is_err())
+                .any(|n| copy(&git, n, &mut entries, &mut budget).is_err())
             {
                 tracing::warn!(%id, path = %git.display(), "wrap: this repository's config, hooks and info are too large or unreadable to hold; the step can change them");
                 continue;
@@ -107,6 +221,7 @@ impl Held {
             held.push(Snapshot {
                 git,
                 id: (meta.dev(), meta.ino()),
+                names,
                 entries,
             });
         }
@@ -180,11 +295,12 @@ impl Snapshot {
         }
         let mut now = BTreeMap::new();
         let mut budget = MAX_BYTES * 4;
-        if HELD
+        if let Some(n) = self
+            .names
             .iter()
-            .any(|n| copy(&self.git, Path::new(n), &mut now, &mut budget).is_err())
+            .find(|n| copy(&self.git, n, &mut now, &mut budget).is_err())
         {
-            return Some(self.git.join("hooks"));
+            return Some(self.git.join(n));
         }
         let keys = self.entries.keys().chain(now.keys());
         keys.into_iter()
@@ -200,7 +316,7 @@ impl Snapshot {
                 "the .git directory itself was replaced",
             ));
         }
-        for name in HELD {
+        for name in &self.names {
             let path = self.git.join(name);
             match fs::symlink_metadata(&path) {
                 Ok(m) if m.is_dir() => fs::remove_dir_all(&path)?,

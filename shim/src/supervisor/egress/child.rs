@@ -256,7 +256,7 @@ fn confinement(rules: &Egress) -> Result<(PreparedLandlock, CompiledSeccomp), Dr
         .ok_or_else(|| DropError::Check("Landlock is not available".into()))?;
     let mut profile = render::seccomp(&policy);
     let mut syscalls = profile.syscalls().clone().unwrap_or_default();
-    syscalls.push(guards::unix_sockets());
+    syscalls.extend(guards::unix_sockets());
     profile.set_syscalls(Some(syscalls));
     Ok((landlock, sandboy_confine::seccomp::compile(&profile)?))
 }

@@ -76,7 +76,7 @@ pub(super) fn context(mut t: Table, d: &mut Diags) -> Vec<String> {
         .unwrap_or_default()
     {
         let p = *pat.get_ref();
-        if p.trim().is_empty() || p.contains(['\n', '\r']) {
+        if p.trim().is_empty() || p.contains(char::is_control) {
             d.error(
                 pat.span(),
                 "context.ignore",

@@ -229,10 +229,21 @@ pub(crate) fn absolute(d: &mut Diags, p: &Spanned<&str>, key: &str) -> Option<St
     clean(d, p, key).then(|| normalize(s))
 }
 
-/// No `..` components, NUL bytes or /proc magic links (true), or
-/// reported (false).
+/// No `..` components, NUL bytes, control characters or /proc magic links
+/// (true), or reported (false). Control characters are legal in file names
+/// but no policy needs them, and `explain`, denial reports and diagnostics
+/// would print them to a terminal as escape sequences.
 pub(crate) fn clean(d: &mut Diags, p: &Spanned<&str>, key: &str) -> bool {
     let s = *p.get_ref();
+    if s.contains(|c: char| c.is_control() && c != '\0') {
+        d.error(
+            p.span(),
+            key,
+            format!("path {s:?} contains a control character"),
+            "name a path without control characters (newline, escape, ...)",
+        );
+        return false;
+    }
     if s.split('/').any(|c| c == "..") || s.contains('\0') {
         d.error(
             p.span(),
