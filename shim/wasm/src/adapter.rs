@@ -384,8 +384,13 @@ impl AdapterHost<'_> {
 /// 100 MiB message made a 209 MB merged log and a 1.1 GB `audit` process.
 pub const MAX_MESSAGE: usize = 4096;
 
-/// `message` cut to [`MAX_MESSAGE`] bytes (at a character boundary).
+/// `message` cut to [`MAX_MESSAGE`] bytes (at a character boundary), on
+/// one line: it is printed as one `error:` line, where a newline of the
+/// component's would start a line it forged (a red team's fake summary).
 fn bounded_message(mut message: String) -> String {
+    if message.contains('\n') {
+        message = message.replace('\n', "\\n");
+    }
     if message.len() > MAX_MESSAGE {
         let mut end = MAX_MESSAGE;
         while !message.is_char_boundary(end) {
@@ -405,6 +410,7 @@ mod tests {
     #[test]
     fn an_adapter_message_is_bounded() {
         assert_eq!(bounded_message("short".into()), "short");
+        assert_eq!(bounded_message("a\nerror: fake".into()), "a\\nerror: fake");
         let long = bounded_message("é".repeat(5000));
         assert!(
             long.len() < MAX_MESSAGE + 40 && long.ends_with("more bytes cut)"),
