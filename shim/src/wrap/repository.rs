@@ -45,6 +45,11 @@ const MAX_BYTES: u64 = 8 << 20;
 const DEPTH: usize = 2;
 const MAX_DIRS: usize = 500;
 
+/// [`CONTROL`] as the held names of one git directory.
+fn control() -> Vec<PathBuf> {
+    CONTROL.iter().map(PathBuf::from).collect()
+}
+
 /// Whether `dir` is a git directory by its shape (git's own test: `HEAD`,
 /// `objects`): a bare repository, or a submodule's under `.git/modules`.
 fn is_git_dir(dir: &Path) -> bool {
@@ -57,7 +62,6 @@ fn is_git_dir(dir: &Path) -> bool {
 /// submodule's `gitdir:` pointer) with itself. At most [`DEPTH`] levels
 /// below `root`, without following links.
 fn repositories(root: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
-    let control = || CONTROL.iter().map(PathBuf::from).collect::<Vec<_>>();
     let mut found = Vec::new();
     let mut level = vec![root.to_path_buf()];
     let mut visited = 0;
@@ -109,7 +113,7 @@ fn modules(dir: &Path, depth: usize, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
         let path = e.path();
         if is_git_dir(&path) {
             modules(&path.join("modules"), depth + 1, found);
-            found.push((path, CONTROL.iter().map(PathBuf::from).collect()));
+            found.push((path, control()));
         } else {
             modules(&path, depth + 1, found);
         }
