@@ -891,9 +891,8 @@ fn every_file_git_runs_from_is_held() {
         return;
     }
     let staged = env.policy("git-ns", "none", "");
-    // The namespaces tier holds the `.git` of checkouts (not yet bare
-    // repositories or a hooksPath: docs/security.md).
-    for (plant, what) in &plants[..4] {
+    // The namespaces tier's commit refuses every one of them.
+    for (plant, what) in &plants {
         let r = sh(
             "namespaces",
             &staged,
@@ -907,7 +906,20 @@ fn every_file_git_runs_from_is_held() {
         );
         assert!(!out.join("new.c").exists(), "{what}");
         assert_eq!(snapshot(), before, "{what}");
+        assert!(gone.iter().all(|g| !out.join(g).exists()), "{what}");
     }
+    // Its counterparts: a hook written into a directory no hooksPath names,
+    // and a bare repository's objects, commit.
+    let r = sh(
+        "namespaces",
+        &staged,
+        &format!("echo id > {at}/githooks-unused/pre-commit && echo o > {at}/bare.git/objects/ab"),
+    );
+    assert_exit(&r, 0);
+    assert!(
+        out.join("githooks-unused/pre-commit").is_file()
+            && out.join("bare.git/objects/ab").is_file()
+    );
 }
 
 /// Whether the namespaces tier can run here (unprivileged user namespaces).

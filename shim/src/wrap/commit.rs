@@ -26,7 +26,9 @@
 //!   committed from a write path that merely holds it: a change to
 //!   `.git/config`, `.git/hooks/…`, `.git/info/…`, `commondir` or
 //!   `config.worktree` (of `.git` or of a submodule's git directory under
-//!   `.git/modules`), or a `.git` directory or worktree file changed or
+//!   `.git/modules` or of a bare repository the host has), anything under
+//!   the directory a host checkout's `core.hooksPath` names inside it, or a
+//!   `.git` directory or worktree file changed or
 //!   replaced by a file (`gitdir:` pointing elsewhere) refuses the whole
 //!   commit (a repository the step made, such as a `git clone` into the
 //!   write path, is committed as its output). The user's next `git`
@@ -214,6 +216,13 @@ fn repository_control(
     at: &Path,
     within: Within,
 ) -> Result<Option<std::path::PathBuf>, CommitError> {
+    if within == Within::Tree {
+        if let Some(rel) = host.and_then(|h| hooks_below(h, at)) {
+            if staged_at(dir, &rel, at)? {
+                return Ok(Some(at.join(rel)));
+            }
+        }
+    }
     for entry in Dir::read_from(dir).map_err(err("reading", at))? {
         let entry = entry.map_err(err("reading", at))?;
         let name = entry.file_name();
@@ -246,6 +255,10 @@ fn repository_control(
         let next = match (within, bytes) {
             (Within::Tree, b".git") if held => Within::Git,
             (Within::Tree, b".git") => continue,
+            // A bare repository the host has: its hooks run at a push.
+            (Within::Tree, _) if host_sub.as_ref().is_some_and(|h| is_git_dir(h.as_fd())) => {
+                Within::Git
+            }
             (Within::Tree, _) => Within::Tree,
             (Within::Git, b"modules") => Within::Modules,
             (Within::Git, _) => continue,
@@ -261,6 +274,70 @@ fn repository_control(
         }
     }
     Ok(None)
+}
+
+/// Whether `dir` is a git directory by git's own test (a `HEAD` file and
+/// an `objects` directory), as `repository::is_git_dir` through an fd.
+fn is_git_dir(dir: BorrowedFd<'_>) -> bool {
+    let is = |name: &CStr, kind: FileType| {
+        lstat(dir, name)
+            .ok()
+            .flatten()
+            .is_some_and(|st| file_type(&st) == kind)
+    };
+    is(c"HEAD", FileType::RegularFile) && is(c"objects", FileType::Directory)
+}
+
+/// Where the `core.hooksPath` of the host checkout `host` (the working
+/// tree at `at`) points, relative to `at` when inside it: hooks there run
+/// like the repository's own (a husky-style `.husky` in the checkout). A
+/// hooks path elsewhere is not this directory's to commit.
+fn hooks_below(host: BorrowedFd<'_>, at: &Path) -> Option<std::path::PathBuf> {
+    let git = open_dir(host, c".git").ok()?;
+    let config = rfs::openat(
+        &git,
+        c"config",
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(std::fs::File::from(config), 1 << 20),
+        &mut text,
+    )
+    .ok()?;
+    let hooks = super::repository::hooks_path_in(&text, &at.join(".git"))?;
+    // Lexically, as git joins it: `..` leaves the directory it names.
+    let mut path = std::path::PathBuf::new();
+    for c in hooks.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => path.push(c),
+        }
+    }
+    path.strip_prefix(at).ok().map(Path::to_path_buf)
+}
+
+/// Whether the staged layer `dir` (the host path `at`) holds anything at
+/// the relative path `rel`, or replaced a directory on the way to it.
+fn staged_at(dir: BorrowedFd<'_>, rel: &Path, at: &Path) -> Result<bool, CommitError> {
+    let mut cur: Option<OwnedFd> = None;
+    for name in rel.iter() {
+        let name = cname(name);
+        let here = cur.as_ref().map_or(dir, |f| f.as_fd());
+        let Some(st) = lstat(here, &name).map_err(err("stat", at))? else {
+            return Ok(false);
+        };
+        if file_type(&st) != FileType::Directory {
+            return Ok(true);
+        }
+        cur = Some(open_dir(here, &name).map_err(err("opening staged", at))?);
+    }
+    Ok(true)
 }
 
 /// The `.git` directory (or file) `path` is in or is.

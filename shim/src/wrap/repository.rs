@@ -1,7 +1,7 @@
 //! The landlock tier's hold on a checkout's control files.
 //!
 //! The namespaces tier stages write paths and its commit refuses a changed
-//! `.git/config`, `.git/hooks` or `.git/info` (`commit`). The landlock tier
+//! control file of the same repositories (`commit`). The landlock tier
 //! writes the host directly, and Landlock grants whole trees: `--rw .` in a
 //! checkout lets the step write them, and the user's next `git` runs what
 //! they say (`core.fsmonitor`, hooks, filters) outside any sandbox (a red
@@ -124,7 +124,12 @@ fn modules(dir: &Path, depth: usize, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
 /// relative one is the working tree's, `~/` the user's home): hooks there
 /// run like the repository's own.
 fn hooks_path(git: &Path) -> Option<PathBuf> {
-    let config = fs::read_to_string(git.join("config")).ok()?;
+    hooks_path_in(&fs::read_to_string(git.join("config")).ok()?, git)
+}
+
+/// [`hooks_path`] from the text of the config of the git directory `git`
+/// (the namespaces tier's commit reads it through a directory fd).
+pub(super) fn hooks_path_in(config: &str, git: &Path) -> Option<PathBuf> {
     let mut in_core = false;
     let mut found = None;
     for line in config.lines().map(str::trim) {
