@@ -805,7 +805,7 @@ fn every_file_git_runs_from_is_held() {
     fs::create_dir_all(out.join("bare.git/hooks")).unwrap();
     write("wt/.git", "gitdir: /nonexistent/.git/worktrees/wt\n");
     write("hp/.git/HEAD", "ref: refs/heads/main\n");
-    write("hp/.git/config", "[core]\n\thooksPath = githooks\n");
+    write("hp/.git/config", "[core]\n\thooksPath = githooks # as husky writes it\n");
     fs::create_dir_all(out.join("hp/.git/objects")).unwrap();
     fs::create_dir_all(out.join("githooks-unused")).unwrap();
     fs::create_dir_all(out.join("hp/githooks")).unwrap();

@@ -145,10 +145,10 @@ pub(super) fn hooks_path_in(config: &str, git: &Path) -> Option<PathBuf> {
             continue;
         };
         if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
-            found = Some(value.trim().trim_matches('"').to_owned());
+            found = Some(config_value(value));
         }
     }
-    let v = found?;
+    let v = found.filter(|v| !v.is_empty())?;
     Some(if let Some(rest) = v.strip_prefix("~/") {
         PathBuf::from(std::env::var_os("HOME")?).join(rest)
     } else if v.starts_with('/') {
@@ -158,6 +158,24 @@ pub(super) fn hooks_path_in(config: &str, git: &Path) -> Option<PathBuf> {
     } else {
         git.join(v)
     })
+}
+
+/// A git config value as git reads it: a quoted part kept whole (`\"` and
+/// `\\` unescaped), an unquoted `#` or `;` starting a comment
+/// (`hooksPath = .husky # hooks` names `.husky`).
+fn config_value(raw: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = raw.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => out.extend(chars.next()),
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+    }
+    out.trim_end().to_owned()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -354,5 +372,45 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hooks_path_is_read_as_git_reads_it() {
+        let git = Path::new("/w/repo/.git");
+        let at = |config: &str| hooks_path_in(config, git);
+        assert_eq!(
+            at("[core]\n\thooksPath = .husky\n"),
+            Some(PathBuf::from("/w/repo/.husky"))
+        );
+        // A trailing comment is not part of the value; quotes are removed.
+        assert_eq!(
+            at("[Core]\n  hookspath = .husky # managed by husky\n"),
+            Some(PathBuf::from("/w/repo/.husky"))
+        );
+        assert_eq!(
+            at("[core]\nhooksPath = \"git hooks\" ; x\n"),
+            Some(PathBuf::from("/w/repo/git hooks"))
+        );
+        assert_eq!(
+            at("[core]\nhooksPath = /srv/hooks\n"),
+            Some(PathBuf::from("/srv/hooks"))
+        );
+        // The last one wins; other sections do not count.
+        assert_eq!(
+            at("[core]\nhooksPath = a\n[alias]\nhooksPath = b\n[core]\nhooksPath = c\n"),
+            Some(PathBuf::from("/w/repo/c"))
+        );
+        assert_eq!(at("[alias]\nhooksPath = b\n"), None);
+        assert_eq!(at("[core]\nhooksPath =\n"), None);
+        // A bare repository's relative hooks path is its own directory's.
+        assert_eq!(
+            hooks_path_in("[core]\nhooksPath = h\n", Path::new("/w/bare.git")),
+            Some(PathBuf::from("/w/bare.git/h"))
+        );
     }
 }
