@@ -805,10 +805,18 @@ fn every_file_git_runs_from_is_held() {
     fs::create_dir_all(out.join("bare.git/hooks")).unwrap();
     write("wt/.git", "gitdir: /nonexistent/.git/worktrees/wt\n");
     write("hp/.git/HEAD", "ref: refs/heads/main\n");
-    write("hp/.git/config", "[core]\n\thooksPath = githooks # as husky writes it\n");
+    write(
+        "hp/.git/config",
+        "[core]\n\thooksPath = githooks # as husky writes it\n",
+    );
     fs::create_dir_all(out.join("hp/.git/objects")).unwrap();
     fs::create_dir_all(out.join("githooks-unused")).unwrap();
     fs::create_dir_all(out.join("hp/githooks")).unwrap();
+    // Shared hooks beside the checkout, still inside the write path.
+    write("hs/.git/HEAD", "ref: refs/heads/main\n");
+    write("hs/.git/config", "[core]\n\thooksPath = ../shared-hooks\n");
+    fs::create_dir_all(out.join("hs/.git/objects")).unwrap();
+    fs::create_dir_all(out.join("shared-hooks")).unwrap();
     let chown = capture(
         std::process::Command::new("chown")
             .arg("-R")
@@ -842,6 +850,10 @@ fn every_file_git_runs_from_is_held() {
             format!("echo id > {at}/hp/githooks/pre-commit"),
             "hp/githooks/pre-commit",
         ),
+        (
+            format!("echo id > {at}/shared-hooks/pre-commit"),
+            "shared-hooks/pre-commit",
+        ),
     ];
     let snapshot = || {
         [
@@ -858,6 +870,7 @@ fn every_file_git_runs_from_is_held() {
         "repo/.git/config.worktree",
         "bare.git/hooks/post-update",
         "hp/githooks/pre-commit",
+        "shared-hooks/pre-commit",
     ];
     let sh = |tier: &str, policy: &Path, script: &str| {
         output_timeout(

@@ -27,7 +27,8 @@
 //!   `.git/config`, `.git/hooks/…`, `.git/info/…`, `commondir` or
 //!   `config.worktree` (of `.git` or of a submodule's git directory under
 //!   `.git/modules` or of a bare repository the host has), anything under
-//!   the directory a host checkout's `core.hooksPath` names inside it, or a
+//!   the directory a host checkout's `core.hooksPath` names inside the
+//!   write path, or a
 //!   `.git` directory or worktree file changed or
 //!   replaced by a file (`gitdir:` pointing elsewhere) refuses the whole
 //!   commit (a repository the step made, such as a `git clone` into the
@@ -175,7 +176,9 @@ pub fn commit_dir_fds(
     fits(up, host)?;
     let granted = host.components().any(|c| c.as_os_str() == ".git");
     if !granted {
-        if let Some(planted) = repository_control(up, Some(to), host, Within::Tree)? {
+        if let Some(planted) =
+            repository_control(up, Some(to), host, Within::Tree)?.or(planted_hooks(up, to, host)?)
+        {
             return Err(CommitError {
                 what: "refusing to commit",
                 path: planted.display().to_string(),
@@ -216,13 +219,6 @@ fn repository_control(
     at: &Path,
     within: Within,
 ) -> Result<Option<std::path::PathBuf>, CommitError> {
-    if within == Within::Tree {
-        if let Some(rel) = host.and_then(|h| hooks_below(h, at)) {
-            if staged_at(dir, &rel, at)? {
-                return Ok(Some(at.join(rel)));
-            }
-        }
-    }
     for entry in Dir::read_from(dir).map_err(err("reading", at))? {
         let entry = entry.map_err(err("reading", at))?;
         let name = entry.file_name();
@@ -288,11 +284,66 @@ fn is_git_dir(dir: BorrowedFd<'_>) -> bool {
     is(c"HEAD", FileType::RegularFile) && is(c"objects", FileType::Directory)
 }
 
+/// The first staged entry under a hooks directory that the `core.hooksPath`
+/// of a host checkout in the write path `root` (the host directory `host`,
+/// staged in `up`) names inside it: the checkouts looked at are those the
+/// landlock tier holds (`repository::DEPTH` levels, at most
+/// `repository::MAX_DIRS` directories), found on the host side since the
+/// step need not touch a checkout to plant its shared hooks.
+fn planted_hooks(
+    up: BorrowedFd<'_>,
+    host: BorrowedFd<'_>,
+    root: &Path,
+) -> Result<Option<std::path::PathBuf>, CommitError> {
+    let mut level = vec![(
+        rfs::openat(
+            host,
+            c".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(err("opening", root))?,
+        root.to_path_buf(),
+    )];
+    let mut visited = 0;
+    for _ in 0..super::repository::DEPTH {
+        let mut next = Vec::new();
+        for (dir, at) in level {
+            visited += 1;
+            if visited > super::repository::MAX_DIRS {
+                return Ok(None);
+            }
+            if let Some(rel) = hooks_below(dir.as_fd(), &at, root) {
+                if staged_at(up, &rel, root)? {
+                    return Ok(Some(root.join(rel)));
+                }
+            }
+            let Ok(entries) = Dir::read_from(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name();
+                if matches!(name.to_bytes(), b"." | b".." | b".git")
+                    || e.file_type() != FileType::Directory
+                {
+                    continue;
+                }
+                if let Ok(sub) = open_dir(dir.as_fd(), name) {
+                    next.push((sub, at.join(OsStr::from_bytes(name.to_bytes()))));
+                }
+            }
+        }
+        level = next;
+    }
+    Ok(None)
+}
+
 /// Where the `core.hooksPath` of the host checkout `host` (the working
-/// tree at `at`) points, relative to `at` when inside it: hooks there run
-/// like the repository's own (a husky-style `.husky` in the checkout). A
-/// hooks path elsewhere is not this directory's to commit.
-fn hooks_below(host: BorrowedFd<'_>, at: &Path) -> Option<std::path::PathBuf> {
+/// tree at `at`) points, relative to the write path `root` when inside it:
+/// hooks there run like the repository's own (a husky-style `.husky` in
+/// the checkout, or a directory of shared hooks beside it). A hooks path
+/// outside the write path is not this commit's.
+fn hooks_below(host: BorrowedFd<'_>, at: &Path, root: &Path) -> Option<std::path::PathBuf> {
     let git = open_dir(host, c".git").ok()?;
     let config = rfs::openat(
         &git,
@@ -319,7 +370,7 @@ fn hooks_below(host: BorrowedFd<'_>, at: &Path) -> Option<std::path::PathBuf> {
             c => path.push(c),
         }
     }
-    path.strip_prefix(at).ok().map(Path::to_path_buf)
+    path.strip_prefix(root).ok().map(Path::to_path_buf)
 }
 
 /// Whether the staged layer `dir` (the host path `at`) holds anything at

@@ -42,8 +42,8 @@ const MAX_BYTES: u64 = 8 << 20;
 
 /// How deep below a write path repositories are looked for, and in how
 /// many directories at most (a step's start must stay cheap).
-const DEPTH: usize = 2;
-const MAX_DIRS: usize = 500;
+pub(super) const DEPTH: usize = 2;
+pub(super) const MAX_DIRS: usize = 500;
 
 /// [`CONTROL`] as the held names of one git directory.
 fn control() -> Vec<PathBuf> {
