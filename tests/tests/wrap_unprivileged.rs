@@ -781,8 +781,8 @@ fn a_checkouts_hooks_and_config_are_not_committed_from_a_write_path() {
 /// and `.git/hooks`. `commondir` and `config.worktree` redirect or add
 /// configuration, a submodule's git directory under `.git/modules` has its
 /// own, a worktree's `.git` file names its git directory, a bare
-/// repository has hooks of its own, and `core.hooksPath` may point into
-/// the write path. Each is put back (landlock tier) or refuses the commit
+/// repository has hooks of its own, `core.hooksPath` may point into the
+/// write path, and a linked worktree has its own `config.worktree`. Each is put back (landlock tier) or refuses the commit
 /// (namespaces tier); the same step writing a source file next to them is
 /// allowed.
 #[test]
@@ -803,6 +803,7 @@ fn every_file_git_runs_from_is_held() {
         fs::create_dir_all(out.join(g).join("objects")).unwrap();
     }
     fs::create_dir_all(out.join("bare.git/hooks")).unwrap();
+    write("repo/.git/worktrees/wt1/HEAD", "ref: refs/heads/wt1\n");
     write("wt/.git", "gitdir: /nonexistent/.git/worktrees/wt\n");
     write("hp/.git/HEAD", "ref: refs/heads/main\n");
     write(
@@ -854,6 +855,10 @@ fn every_file_git_runs_from_is_held() {
             format!("echo id > {at}/shared-hooks/pre-commit"),
             "shared-hooks/pre-commit",
         ),
+        (
+            format!("printf '[core]\\nfsmonitor = id\\n' > {at}/repo/.git/worktrees/wt1/config.worktree"),
+            "repo/.git/worktrees/wt1/config.worktree",
+        ),
     ];
     let snapshot = || {
         [
@@ -871,6 +876,7 @@ fn every_file_git_runs_from_is_held() {
         "bare.git/hooks/post-update",
         "hp/githooks/pre-commit",
         "shared-hooks/pre-commit",
+        "repo/.git/worktrees/wt1/config.worktree",
     ];
     let sh = |tier: &str, policy: &Path, script: &str| {
         output_timeout(

@@ -256,7 +256,8 @@ fn repository_control(
                 Within::Git
             }
             (Within::Tree, _) => Within::Tree,
-            (Within::Git, b"modules") => Within::Modules,
+            // Submodules' and linked worktrees' git directories.
+            (Within::Git, b"modules" | b"worktrees") => Within::Modules,
             (Within::Git, _) => continue,
             (Within::Modules, b"objects" | b"refs" | b"logs") => continue,
             (Within::Modules, _) => Within::Modules,

@@ -13,7 +13,8 @@
 //! What is held is everything git runs from or is redirected by
 //! ([`CONTROL`]: config, `config.worktree`, `commondir`, hooks, info) of
 //! each git directory: a checkout's `.git`, its submodules' under
-//! `.git/modules`, a bare repository; a worktree's `.git` file; and the
+//! `.git/modules`, its linked worktrees' under `.git/worktrees`, a bare
+//! repository; a worktree's `.git` file; and the
 //! hooks directory a `core.hooksPath` names inside a write path (a red
 //! team went through each of these once `.git/config` was held).
 //!
@@ -73,7 +74,7 @@ fn repositories(root: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
                 return found;
             }
             if dir != root && is_git_dir(&dir) {
-                found.push((dir, control()));
+                git_dir(dir, &mut found);
                 continue;
             }
             let Ok(entries) = fs::read_dir(&dir) else {
@@ -84,7 +85,7 @@ fn repositories(root: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
                 match (e.file_name() == ".git", kind.is_dir(), kind.is_file()) {
                     (true, true, _) => {
                         modules(&e.path().join("modules"), 0, &mut found);
-                        found.push((e.path(), control()));
+                        git_dir(e.path(), &mut found);
                     }
                     (true, _, true) => found.push((dir.clone(), vec![PathBuf::from(".git")])),
                     (false, true, _) => next.push(e.path()),
@@ -95,6 +96,20 @@ fn repositories(root: &Path) -> Vec<(PathBuf, Vec<PathBuf>)> {
         level = next;
     }
     found
+}
+
+/// A git directory with [`CONTROL`], and its linked worktrees' own
+/// directories (`worktrees/<name>`, whose `commondir` and
+/// `config.worktree` git reads in that worktree).
+fn git_dir(git: PathBuf, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
+    if let Ok(entries) = fs::read_dir(git.join("worktrees")) {
+        for e in entries.flatten().take(MAX_DIRS) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                found.push((e.path(), control()));
+            }
+        }
+    }
+    found.push((git, control()));
 }
 
 /// The submodules' git directories below `dir` (`.git/modules/<path>`,
@@ -113,7 +128,7 @@ fn modules(dir: &Path, depth: usize, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
         let path = e.path();
         if is_git_dir(&path) {
             modules(&path.join("modules"), depth + 1, found);
-            found.push((path, control()));
+            git_dir(path, found);
         } else {
             modules(&path, depth + 1, found);
         }
