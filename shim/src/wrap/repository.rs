@@ -396,36 +396,49 @@ mod tests {
 
     #[test]
     fn hooks_path_is_read_as_git_reads_it() {
-        let git = Path::new("/w/repo/.git");
-        let at = |config: &str| hooks_path_in(config, git);
-        assert_eq!(
-            at("[core]\n\thooksPath = .husky\n"),
-            Some(PathBuf::from("/w/repo/.husky"))
-        );
-        // A trailing comment is not part of the value; quotes are removed.
-        assert_eq!(
-            at("[Core]\n  hookspath = .husky # managed by husky\n"),
-            Some(PathBuf::from("/w/repo/.husky"))
-        );
-        assert_eq!(
-            at("[core]\nhooksPath = \"git hooks\" ; x\n"),
-            Some(PathBuf::from("/w/repo/git hooks"))
-        );
-        assert_eq!(
-            at("[core]\nhooksPath = /srv/hooks\n"),
-            Some(PathBuf::from("/srv/hooks"))
-        );
-        // The last one wins; other sections do not count.
-        assert_eq!(
-            at("[core]\nhooksPath = a\n[alias]\nhooksPath = b\n[core]\nhooksPath = c\n"),
-            Some(PathBuf::from("/w/repo/c"))
-        );
-        assert_eq!(at("[alias]\nhooksPath = b\n"), None);
-        assert_eq!(at("[core]\nhooksPath =\n"), None);
-        // A bare repository's relative hooks path is its own directory's.
-        assert_eq!(
-            hooks_path_in("[core]\nhooksPath = h\n", Path::new("/w/bare.git")),
-            Some(PathBuf::from("/w/bare.git/h"))
-        );
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "/w/repo/.git",
+                "[core]\n\thooksPath = .husky\n",
+                Some("/w/repo/.husky"),
+            ),
+            // A trailing comment is not part of the value; quotes are removed.
+            (
+                "/w/repo/.git",
+                "[Core]\n  hookspath = .husky # managed by husky\n",
+                Some("/w/repo/.husky"),
+            ),
+            (
+                "/w/repo/.git",
+                "[core]\nhooksPath = \"git hooks\" ; x\n",
+                Some("/w/repo/git hooks"),
+            ),
+            (
+                "/w/repo/.git",
+                "[core]\nhooksPath = /srv/hooks\n",
+                Some("/srv/hooks"),
+            ),
+            // The last one wins; other sections do not count.
+            (
+                "/w/repo/.git",
+                "[core]\nhooksPath = a\n[alias]\nhooksPath = b\n[core]\nhooksPath = c\n",
+                Some("/w/repo/c"),
+            ),
+            ("/w/repo/.git", "[alias]\nhooksPath = b\n", None),
+            ("/w/repo/.git", "[core]\nhooksPath =\n", None),
+            // A bare repository's relative hooks path is its own directory's.
+            (
+                "/w/bare.git",
+                "[core]\nhooksPath = h\n",
+                Some("/w/bare.git/h"),
+            ),
+        ];
+        for &(git, config, want) in cases {
+            assert_eq!(
+                hooks_path_in(config, Path::new(git)),
+                want.map(PathBuf::from),
+                "{config:?}"
+            );
+        }
     }
 }
