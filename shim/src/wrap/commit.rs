@@ -360,18 +360,10 @@ fn hooks_below(host: BorrowedFd<'_>, at: &Path, root: &Path) -> Option<std::path
     )
     .ok()?;
     let hooks = super::repository::hooks_path_in(&text, &at.join(".git"))?;
-    // Lexically, as git joins it: `..` leaves the directory it names.
-    let mut path = std::path::PathBuf::new();
-    for c in hooks.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                path.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => path.push(c),
-        }
-    }
-    path.strip_prefix(root).ok().map(Path::to_path_buf)
+    super::inline::lexical(&hooks)
+        .strip_prefix(root)
+        .ok()
+        .map(Path::to_path_buf)
 }
 
 /// Whether the staged layer `dir` (the host path `at`) holds anything at

@@ -109,9 +109,14 @@ fn quote(s: &str) -> String {
 
 /// `p` made absolute against `cwd`, lexically (`.` and `..` folded).
 pub fn absolute(cwd: &Path, p: &str) -> String {
-    let joined = cwd.join(p);
+    lexical(&cwd.join(p)).display().to_string()
+}
+
+/// The absolute path `p` with `.` and `..` folded lexically, as git and
+/// the shell join paths (`..` leaves the directory it names).
+pub fn lexical(p: &Path) -> std::path::PathBuf {
     let mut out = std::path::PathBuf::from("/");
-    for c in joined.components() {
+    for c in p.components() {
         match c {
             std::path::Component::ParentDir => {
                 out.pop();
@@ -120,7 +125,7 @@ pub fn absolute(cwd: &Path, p: &str) -> String {
             _ => {}
         }
     }
-    out.display().to_string()
+    out
 }
 
 #[cfg(test)]

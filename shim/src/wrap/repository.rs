@@ -228,6 +228,7 @@ impl Held {
         let hooks: Vec<_> = found
             .iter()
             .filter_map(|(git, _)| hooks_path(git))
+            .map(|h| super::inline::lexical(&h))
             .filter(|h| writable(h) && !granted(h))
             .filter_map(|h| {
                 Some((
