@@ -900,8 +900,15 @@ fn every_file_git_runs_from_is_held() {
         assert_eq!(snapshot(), before, "{what}");
         assert!(gone.iter().all(|g| !out.join(g).exists()), "{what}");
     }
-    let r = sh("landlock", &landlock, &format!("echo code > {at}/main.c"));
+    // Allowed: a source file, and a worktree's own state beside its held
+    // control files.
+    let r = sh(
+        "landlock",
+        &landlock,
+        &format!("echo code > {at}/main.c && echo a > {at}/repo/.git/worktrees/wt1/ORIG_HEAD"),
+    );
     assert_exit(&r, 0);
+    assert!(out.join("repo/.git/worktrees/wt1/ORIG_HEAD").is_file());
     if !namespaces_work(&env) {
         skip(
             t,
@@ -928,16 +935,20 @@ fn every_file_git_runs_from_is_held() {
         assert!(gone.iter().all(|g| !out.join(g).exists()), "{what}");
     }
     // Its counterparts: a hook written into a directory no hooksPath names,
-    // and a bare repository's objects, commit.
+    // a bare repository's objects and a worktree's own state commit.
     let r = sh(
         "namespaces",
         &staged,
-        &format!("echo id > {at}/githooks-unused/pre-commit && echo o > {at}/bare.git/objects/ab"),
+        &format!("echo id > {at}/githooks-unused/pre-commit && echo o > {at}/bare.git/objects/ab && echo b > {at}/repo/.git/worktrees/wt1/ORIG_HEAD"),
     );
     assert_exit(&r, 0);
     assert!(
         out.join("githooks-unused/pre-commit").is_file()
             && out.join("bare.git/objects/ab").is_file()
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("repo/.git/worktrees/wt1/ORIG_HEAD")).unwrap(),
+        "b\n"
     );
 }
 
