@@ -356,6 +356,46 @@ fn truncated_state_is_reported_and_force_deletable() {
     }
 }
 
+/// `delete` returns only once the container's supervisor is gone: it
+/// waits for it (the kill trials once found one still running right after
+/// a successful `delete --force`), and kills one that hangs. Here the
+/// supervisor is stopped with SIGSTOP, so it can only be killed; the
+/// allowed counterpart is the plain delete of a container whose
+/// supervisor exits by itself.
+#[test]
+fn delete_leaves_no_supervisor() {
+    let name = "delete_leaves_no_supervisor";
+    if !need_root(name) || need_sandboy(name).is_none() {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = bundle();
+    for hung in [false, true] {
+        let id = unique_id("rel-sup");
+        let _g = rt.guard(&id);
+        rt.create_and_start(&b, &id);
+        let record = fs::read_to_string(rt.root.path().join(&id).join("supervisor"))
+            .expect("create records its supervisor");
+        let pid: i32 = record.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(pids_mentioning(&id).contains(&pid), "{record}: not running");
+        if hung {
+            // SAFETY: kill(2) of the pid the runtime recorded.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        }
+        let t = Instant::now();
+        let del = rt.run(&["delete", "--force", &id]);
+        assert_exit(&del, 0);
+        let warned = text(&del.stderr).contains("the supervisor outlived its container");
+        assert_eq!(warned, hung, "{}", text(&del.stderr));
+        let d = Debris::of(&rt, &id);
+        assert!(
+            d.is_clean(),
+            "hung={hung}: left {d:?} after {:?}",
+            t.elapsed()
+        );
+    }
+}
+
 fn mode(p: &Path) -> u32 {
     fs::metadata(p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))

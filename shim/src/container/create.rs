@@ -413,6 +413,7 @@ impl Runtime {
                 b"",
             )?;
         }
+        let record = state_dir.join(supervisor::PID_FILE);
         let target = Target {
             id: c.id().to_owned(),
             state_dir,
@@ -420,7 +421,7 @@ impl Runtime {
             init,
             shares_pids: !super::bundle::own_pid_namespace(&bundle.spec),
         };
-        supervisor::spawn(
+        let child = supervisor::spawn(
             target,
             duties,
             |id| {
@@ -434,7 +435,15 @@ impl Runtime {
                     .and_then(|m| libcgroups::common::CgroupManager::get_all_pids(&m).ok())
                     .is_some_and(|pids| !pids.is_empty())
             },
-        )
+        )?;
+        // For `delete`, which waits for it (see `delete::wait_supervisor`).
+        if let Some(pid) = child {
+            if let Err(e) = claim::write_private(&record, super::identity::describe(pid).as_bytes())
+            {
+                tracing::warn!(id = c.id(), error = %e, "could not record the supervisor's pid");
+            }
+        }
+        Ok(())
     }
 }
 

@@ -82,6 +82,8 @@ impl Runtime {
     /// run its poststop hooks, whose failures are only warnings.
     pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
         let config = YoukiConfig::load(&c.root).ok();
+        // Read now: libcontainer's delete removes the state directory.
+        let supervisor = supervisor_of(&c.root);
         let hooks = match config {
             Some(cfg) if delete_stopped(c, &cfg) => super::poststop::of(&cfg),
             config => {
@@ -106,6 +108,7 @@ impl Runtime {
         };
         // Before the leftovers go: the hooks' state names the shadow bundle.
         super::poststop::run(c, &hooks);
+        wait_supervisor(supervisor, c.id());
         self.remove_leftovers(c.id());
         self.remove_lock(c.id());
         Ok(())
@@ -122,6 +125,7 @@ impl Runtime {
             .or_else(|| self.shadow_cgroups_path(id))
             .unwrap_or_else(|| PathBuf::from(format!("/sandboy/{id}")));
         let purged = crate::cgroups::remove::purge(&path);
+        wait_supervisor(supervisor_of(&self.dir(id)), id);
         self.remove_leftovers(id);
         self.remove_lock(id);
         match purged {
@@ -217,6 +221,33 @@ fn kill_and_wait(c: &mut Container) {
         }
     }
 }
+
+/// The supervisor exits once the init is gone, after its last report
+/// lines; a delete that returned before then left it running beside a
+/// removed state directory (a reliability trial counted it). Wait for it,
+/// up to [`SUPERVISOR_WAIT`] (its audit drain takes at most one second),
+/// then SIGKILL it.
+fn wait_supervisor(supervisor: Option<Pidfd>, id: &str) {
+    let Some(fd) = supervisor else {
+        return;
+    };
+    if !fd.wait_exit(SUPERVISOR_WAIT).unwrap_or(false) {
+        tracing::warn!(id, "the supervisor outlived its container; killing it");
+        // Gone, not just signalled, when delete returns.
+        if fd.kill().is_ok() {
+            let _ = fd.wait_exit(Duration::from_millis(500));
+        }
+    }
+}
+
+/// The container's running supervisor, from its state directory.
+fn supervisor_of(state_dir: &std::path::Path) -> Option<Pidfd> {
+    let recorded = fs::read_to_string(state_dir.join(crate::supervisor::PID_FILE)).ok()?;
+    super::identity::handle(&recorded)
+}
+
+/// See [`wait_supervisor`].
+const SUPERVISOR_WAIT: Duration = Duration::from_secs(2);
 
 /// A `delete` issued right after `start` of a short-lived process can find
 /// the init still running its startContainer hooks or its last

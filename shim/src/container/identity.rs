@@ -47,8 +47,21 @@ pub fn same_init(state_dir: &Path, pid: Option<Pid>) -> bool {
 
 /// This process as `"PID START-TIME"`, for [`alive`].
 pub fn this_process() -> String {
-    let me = Pid::this();
-    format!("{me} {}", start_time(me).unwrap_or(0))
+    describe(Pid::this())
+}
+
+/// `pid` as `"PID START-TIME"`, for [`alive`] and [`handle`].
+pub fn describe(pid: Pid) -> String {
+    format!("{pid} {}", start_time(pid).unwrap_or(0))
+}
+
+/// A pidfd on the process [`describe`] recorded, when it still runs: the
+/// start time is checked after the pidfd is open, so the handle cannot
+/// name a process that took over a recycled pid.
+pub fn handle(recorded: &str) -> Option<crate::supervisor::pidfd::Pidfd> {
+    let pid = recorded.split_whitespace().next()?.parse::<i32>().ok()?;
+    let fd = crate::supervisor::pidfd::Pidfd::open(Pid::from_raw(pid)).ok()?;
+    alive(recorded).then_some(fd)
 }
 
 /// Whether the process [`this_process`] described is still running.
@@ -79,6 +92,8 @@ mod tests {
         assert!(!same_init(&dir, Some(me)), "another start time");
         assert!(alive(&this_process()));
         assert!(!alive(&format!("{me} 1")));
+        assert!(handle(&this_process()).is_some());
+        assert!(handle(&format!("{me} 1")).is_none(), "a recycled pid");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -31,6 +31,10 @@ use nix::unistd::{fork, setsid, ForkResult, Pid};
 use crate::error::{Failure, Result};
 use pidfd::Pidfd;
 
+/// In the state directory: the supervisor as `"PID START-TIME"`, so
+/// `delete` can wait for it (written by the container layer).
+pub const PID_FILE: &str = "supervisor";
+
 /// Marker left in the state directory when the deadline fired.
 pub const TIMED_OUT_MARKER: &str = "timed-out";
 
@@ -97,7 +101,7 @@ const LINGER_POLL: Duration = Duration::from_millis(100);
 
 /// Start the supervisor for `target`, detached from the caller (its own
 /// session, stdio on /dev/null), and return once
-/// it runs. `kill_all` is what the deadline does: SIGKILL to every process
+/// it runs; its pid (`None`: no duty, no process). `kill_all` is what the deadline does: SIGKILL to every process
 /// of the container.
 ///
 /// `remaining` says whether any process of the container is left; asked
@@ -110,9 +114,9 @@ pub fn spawn(
     duties: Duties,
     kill_all: impl FnOnce(&str) -> Result<()>,
     remaining: impl Fn(&str) -> bool,
-) -> Result<()> {
+) -> Result<Option<Pid>> {
     if duties.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let pidfd = Pidfd::open(target.init)
         .map_err(|e| Failure::runtime(format!("pidfd_open({}): {e}", target.init)))?;
@@ -125,9 +129,9 @@ pub fn spawn(
     // before cloning, and none are started after), so the child is a
     // fresh single-threaded copy that runs only `supervise`.
     match unsafe { fork() }? {
-        ForkResult::Parent { .. } => {
+        ForkResult::Parent { child } => {
             drop(pidfd);
-            Ok(())
+            Ok(Some(child))
         }
         ForkResult::Child => {
             let _ = setsid();
