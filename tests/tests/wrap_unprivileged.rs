@@ -952,6 +952,135 @@ fn every_file_git_runs_from_is_held() {
     );
 }
 
+/// What git reads beyond a repository is held like its own config: the
+/// caller's `~/.gitconfig`, a file it or a repository's config includes,
+/// a global `core.hooksPath`, a checkout's hooks path in another write
+/// path, and `~/.config/git/config` that does not exist yet — in both
+/// tiers, each plant next to writes that go through
+/// (a note in the home, another program's `~/.config` file).
+#[test]
+fn global_git_config_and_its_includes_are_held() {
+    let t = "global_git_config_and_its_includes_are_held";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let out = env.dir.path().join("out");
+    let home = out.join("home");
+    let write = |rel: &str, body: &str| {
+        let p = out.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(&p, body).unwrap();
+    };
+    write(
+        "home/.gitconfig",
+        "[include]\n\tpath = shared.inc\n[core] hooksPath = ~/hooks\n",
+    );
+    write("home/shared.inc", "[user]\n\tname = u\n");
+    fs::create_dir_all(home.join("hooks")).unwrap();
+    fs::create_dir_all(home.join(".config")).unwrap();
+    write("team/.git/HEAD", "ref: refs/heads/main\n");
+    write(
+        "team/.git/config",
+        "[includeIf \"gitdir:/\"]\n\tpath = ../../team.gitconfig\n",
+    );
+    fs::create_dir_all(out.join("team/.git/objects")).unwrap();
+    write("team.gitconfig", "[core]\n");
+    // A checkout's hooks in another write path than its own.
+    let out2 = env.dir.path().join("out2");
+    fs::create_dir_all(out2.join("hooks")).unwrap();
+    write(
+        "team/.git/config.worktree",
+        &format!("[core]\n\thooksPath = {}/hooks\n", out2.display()),
+    );
+    env.user.chown(&out2);
+    env.user.chown(&out2.join("hooks"));
+    assert_exit(
+        &capture(
+            std::process::Command::new("chown")
+                .arg("-R")
+                .arg(format!("{}:{}", env.user.uid, env.user.gid))
+                .arg(&out),
+        ),
+        0,
+    );
+    let (h, at) = (home.display(), out.display());
+    let evil = "printf '[core]\\nfsmonitor = id\\n'";
+    let plants = [
+        format!("{evil} >> {h}/.gitconfig"),
+        format!("{evil} >> {h}/shared.inc"),
+        format!("echo id > {h}/hooks/pre-commit"),
+        format!("{evil} >> {at}/team.gitconfig"),
+        format!("mkdir -p {h}/.config/git && {evil} > {h}/.config/git/config"),
+        format!("echo id > {}/hooks/pre-commit", out2.display()),
+    ];
+    let held = ["home/.gitconfig", "home/shared.inc", "team.gitconfig"];
+    let snapshot = || held.map(|f| fs::read_to_string(out.join(f)).unwrap());
+    let before = snapshot();
+    let sh = |tier: &str, policy: &Path, script: &str| {
+        let mut c = env.user.cmd("env");
+        c.args(["-u", "XDG_CONFIG_HOME", "-u", "GIT_CONFIG_GLOBAL"])
+            .arg(format!("HOME={h}"))
+            .arg(&env.sandboy)
+            .args(["wrap", "--isolation", tier, "--policy"])
+            .arg(policy)
+            .args(["--", "sh", "-c", script])
+            .current_dir(env.dir.path().join("cwd"));
+        output_timeout(&mut c, std::time::Duration::from_secs(60))
+    };
+    let unchanged = |what: &str| {
+        assert_eq!(snapshot(), before, "{what}");
+        assert!(!home.join("hooks/pre-commit").exists(), "{what}");
+        assert!(!home.join(".config/git/config").exists(), "{what}");
+        assert!(!out2.join("hooks/pre-commit").exists(), "{what}");
+    };
+    // Both directories writable.
+    let policy = |name: &str, ns: &str| {
+        let p = env.policy(name, ns, "");
+        let text = fs::read_to_string(&p).unwrap().replace(
+            &format!("write = [\"{}\"", out.display()),
+            &format!("write = [\"{}\", \"{}\"", out.display(), out2.display()),
+        );
+        fs::write(&p, text).unwrap();
+        p
+    };
+    let allowed = |n: &str| {
+        format!("echo {n} > {h}/notes.txt && mkdir -p {h}/.config/other && echo {n} > {h}/.config/other/rc")
+    };
+    let mut tiers = vec![("landlock", policy("gc-ll", "host"), "were put back")];
+    if namespaces_work(&env) {
+        tiers.push(("namespaces", policy("gc-ns", "none"), "refusing to commit"));
+    } else {
+        skip(
+            t,
+            "namespaces tier: unprivileged user namespaces are refused here",
+        );
+    }
+    for (tier, policy, refusal) in &tiers {
+        for plant in &plants {
+            let r = sh(tier, policy, &format!("echo code > {at}/main.c && {plant}"));
+            assert_exit(&r, 1);
+            assert!(
+                text(&r.stderr).contains(refusal),
+                "{tier}: {plant}: {}",
+                text(&r.stderr)
+            );
+            unchanged(&format!("{tier}: {plant}"));
+            let _ = fs::remove_dir(home.join(".config/git"));
+        }
+        let r = sh(tier, policy, &allowed(tier));
+        assert_exit(&r, 0);
+        assert_eq!(
+            fs::read_to_string(home.join("notes.txt")).unwrap(),
+            format!("{tier}\n")
+        );
+        assert_eq!(
+            fs::read_to_string(home.join(".config/other/rc")).unwrap(),
+            format!("{tier}\n")
+        );
+        unchanged(&format!("{tier}: allowed"));
+    }
+}
+
 /// Whether the namespaces tier can run here (unprivileged user namespaces).
 fn namespaces_work(env: &Env) -> bool {
     let o = env.probe(

@@ -46,7 +46,7 @@
 use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Gid, Mode, OFlags, Stat, Timestamps, Uid};
@@ -156,12 +156,14 @@ fn safe_mode(st: &Stat, dir: bool) -> Mode {
     Mode::from_raw_mode(st.st_mode & keep)
 }
 
-/// Apply the upper layer `upper` to the host directory `host`.
-pub fn commit_dir(upper: &Path, host: &Path) -> Result<Counts, CommitError> {
+/// Apply the upper layer `upper` to the host directory `host`; `held`
+/// are the host paths no commit may change (`gitconfig::beyond`, found
+/// before the step ran).
+pub fn commit_dir(upper: &Path, host: &Path, held: &[PathBuf]) -> Result<Counts, CommitError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let up = rfs::open(upper, flags, Mode::empty()).map_err(err("opening", upper))?;
     let to = rfs::open(host, flags, Mode::empty()).map_err(err("opening", host))?;
-    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE)
+    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE, held)
 }
 
 /// [`commit_dir`] from open directories (the namespaces tier opens them
@@ -172,13 +174,16 @@ pub fn commit_dir_fds(
     to: BorrowedFd<'_>,
     host: &Path,
     opaque: &'static str,
+    held: &[PathBuf],
 ) -> Result<Counts, CommitError> {
     fits(up, host)?;
     let granted = host.components().any(|c| c.as_os_str() == ".git");
     if !granted {
-        if let Some(planted) =
-            repository_control(up, Some(to), host, Within::Tree)?.or(planted_hooks(up, to, host)?)
-        {
+        let planted = match repository_control(up, Some(to), host, Within::Tree)? {
+            Some(p) => Some(p),
+            None => staged_held(up, host, held)?,
+        };
+        if let Some(planted) = planted {
             return Err(CommitError {
                 what: "refusing to commit",
                 path: planted.display().to_string(),
@@ -285,85 +290,22 @@ fn is_git_dir(dir: BorrowedFd<'_>) -> bool {
     is(c"HEAD", FileType::RegularFile) && is(c"objects", FileType::Directory)
 }
 
-/// The first staged entry under a hooks directory that the `core.hooksPath`
-/// of a host checkout in the write path `root` (the host directory `host`,
-/// staged in `up`) names inside it: the checkouts looked at are those the
-/// landlock tier holds (`repository::DEPTH` levels, at most
-/// `repository::MAX_DIRS` directories), found on the host side since the
-/// step need not touch a checkout to plant its shared hooks.
-fn planted_hooks(
+/// The first of `held` (host paths) below the write path `root` that the
+/// staged layer `up` writes, removes or replaces the way to.
+fn staged_held(
     up: BorrowedFd<'_>,
-    host: BorrowedFd<'_>,
     root: &Path,
-) -> Result<Option<std::path::PathBuf>, CommitError> {
-    let mut level = vec![(
-        rfs::openat(
-            host,
-            c".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(err("opening", root))?,
-        root.to_path_buf(),
-    )];
-    let mut visited = 0;
-    for _ in 0..super::repository::DEPTH {
-        let mut next = Vec::new();
-        for (dir, at) in level {
-            visited += 1;
-            if visited > super::repository::MAX_DIRS {
-                return Ok(None);
+    held: &[PathBuf],
+) -> Result<Option<PathBuf>, CommitError> {
+    for p in held {
+        match p.strip_prefix(root) {
+            Ok(rel) if !rel.as_os_str().is_empty() && staged_at(up, rel, root)? => {
+                return Ok(Some(p.clone()))
             }
-            if let Some(rel) = hooks_below(dir.as_fd(), &at, root) {
-                if staged_at(up, &rel, root)? {
-                    return Ok(Some(root.join(rel)));
-                }
-            }
-            let Ok(entries) = Dir::read_from(&dir) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let name = e.file_name();
-                if matches!(name.to_bytes(), b"." | b".." | b".git")
-                    || e.file_type() != FileType::Directory
-                {
-                    continue;
-                }
-                if let Ok(sub) = open_dir(dir.as_fd(), name) {
-                    next.push((sub, at.join(OsStr::from_bytes(name.to_bytes()))));
-                }
-            }
+            _ => {}
         }
-        level = next;
     }
     Ok(None)
-}
-
-/// Where the `core.hooksPath` of the host checkout `host` (the working
-/// tree at `at`) points, relative to the write path `root` when inside it:
-/// hooks there run like the repository's own (a husky-style `.husky` in
-/// the checkout, or a directory of shared hooks beside it). A hooks path
-/// outside the write path is not this commit's.
-fn hooks_below(host: BorrowedFd<'_>, at: &Path, root: &Path) -> Option<std::path::PathBuf> {
-    let git = open_dir(host, c".git").ok()?;
-    let config = rfs::openat(
-        &git,
-        c"config",
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(std::fs::File::from(config), 1 << 20),
-        &mut text,
-    )
-    .ok()?;
-    let hooks = super::repository::hooks_path_in(&text, &at.join(".git"))?;
-    super::inline::lexical(&hooks)
-        .strip_prefix(root)
-        .ok()
-        .map(Path::to_path_buf)
 }
 
 /// Whether the staged layer `dir` (the host path `at`) holds anything at

@@ -16,6 +16,7 @@ mod commit;
 mod container;
 mod direct;
 mod gateway;
+mod gitconfig;
 mod identity;
 mod inline;
 mod learn;

@@ -199,6 +199,8 @@ fn mount_point(src: &Path, dst: &Path) -> Result<(), SetupError> {
 /// are directories are staged (`super::stage`): what the commit needs is
 /// returned, since the host root is gone once this returns.
 pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> {
+    // While host paths still resolve: what the commits must not change.
+    let beyond = stage::beyond_repositories(&policy.write);
     ctx(super::container::make_private().map_err(nix_io), || {
         "making / private".into()
     })?;
@@ -295,7 +297,7 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
         if rw && src.is_dir() {
             let at = Path::new("/stage").join(held.len().to_string());
             let (merged, h) = ctx(
-                stage::stage_in_userns(policy, Path::new(p), &src, &at),
+                stage::stage_in_userns(policy, Path::new(p), &src, &at, &beyond),
                 || format!("staging write path {p}"),
             )?;
             held.push(h);

@@ -22,8 +22,11 @@
 //! path (a checkout, or a directory of checkouts), looked for in at most
 //! [`MAX_DIRS`] directories, each with at most [`MAX_BYTES`] of control
 //! files; a write path inside `.git` is the user's explicit grant. A
-//! repository the step makes is its output, and `include.path` files are
-//! not followed (docs/security.md).
+//! repository the step makes is its output.
+//!
+//! Held the same way: what git reads beyond a repository
+//! (`gitconfig::beyond`): the caller's global config files, every file a
+//! config includes, and a global `core.hooksPath`, when in a write path.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -55,6 +58,16 @@ fn control() -> Vec<PathBuf> {
 /// `objects`): a bare repository, or a submodule's under `.git/modules`.
 fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir()
+}
+
+/// The git directories (and checkouts with a `.git` file) of the write
+/// paths `write`, as the hold finds them.
+pub(super) fn git_dirs(write: &[String]) -> Vec<PathBuf> {
+    write
+        .iter()
+        .flat_map(|w| repositories(Path::new(w)))
+        .map(|(git, _)| git)
+        .collect()
 }
 
 /// What a write path holds that git runs from: each git directory (a
@@ -135,64 +148,6 @@ fn modules(dir: &Path, depth: usize, found: &mut Vec<(PathBuf, Vec<PathBuf>)>) {
     }
 }
 
-/// `core.hooksPath` of the git directory `git`'s config, as a path (a
-/// relative one is the working tree's, `~/` the user's home): hooks there
-/// run like the repository's own.
-fn hooks_path(git: &Path) -> Option<PathBuf> {
-    hooks_path_in(&fs::read_to_string(git.join("config")).ok()?, git)
-}
-
-/// [`hooks_path`] from the text of the config of the git directory `git`
-/// (the namespaces tier's commit reads it through a directory fd).
-pub(super) fn hooks_path_in(config: &str, git: &Path) -> Option<PathBuf> {
-    let mut in_core = false;
-    let mut found = None;
-    for line in config.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_core = line
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .trim()
-                .eq_ignore_ascii_case("core");
-            continue;
-        }
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        if in_core && key.trim().eq_ignore_ascii_case("hookspath") {
-            found = Some(config_value(value));
-        }
-    }
-    let v = found.filter(|v| !v.is_empty())?;
-    Some(if let Some(rest) = v.strip_prefix("~/") {
-        PathBuf::from(std::env::var_os("HOME")?).join(rest)
-    } else if v.starts_with('/') {
-        PathBuf::from(v)
-    } else if git.file_name().is_some_and(|n| n == ".git") {
-        git.parent()?.join(v)
-    } else {
-        git.join(v)
-    })
-}
-
-/// A git config value as git reads it: a quoted part kept whole (`\"` and
-/// `\\` unescaped), an unquoted `#` or `;` starting a comment
-/// (`hooksPath = .husky # hooks` names `.husky`).
-fn config_value(raw: &str) -> String {
-    let mut out = String::new();
-    let mut quoted = false;
-    let mut chars = raw.trim().chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => quoted = !quoted,
-            '\\' => out.extend(chars.next()),
-            '#' | ';' if !quoted => break,
-            c => out.push(c),
-        }
-    }
-    out.trim_end().to_owned()
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Entry {
     File { bytes: Vec<u8>, mode: u32 },
@@ -210,6 +165,11 @@ struct Snapshot {
     /// The held entries of `git`, relative to it.
     names: Vec<PathBuf>,
     entries: BTreeMap<PathBuf, Entry>,
+    /// For a held file whose directories do not exist yet: its path below
+    /// `git` (`names` holds the first missing directory, put back by
+    /// removal). Only its appearance is a change: the step may make other
+    /// things in that directory.
+    watch: Option<PathBuf>,
 }
 
 /// The repositories of a run's write paths, held.
@@ -220,26 +180,21 @@ impl Held {
     pub fn take(write: &[String], id: &str) -> Held {
         let granted = |git: &Path| write.iter().any(|w| Path::new(w).starts_with(git));
         let writable = |p: &Path| write.iter().any(|w| p.starts_with(w));
-        let mut found: Vec<_> = write
+        let repos: Vec<_> = write
             .iter()
             .flat_map(|w| repositories(Path::new(w)))
             .collect();
-        // Hooks a repository's config points into a write path.
-        let hooks: Vec<_> = found
-            .iter()
-            .filter_map(|(git, _)| hooks_path(git))
-            .map(|h| super::inline::lexical(&h))
-            .filter(|h| writable(h) && !granted(h))
-            .filter_map(|h| {
-                Some((
-                    h.parent()?.to_path_buf(),
-                    vec![PathBuf::from(h.file_name()?)],
-                ))
-            })
-            .collect();
-        found.extend(hooks);
+        let git_dirs: Vec<PathBuf> = repos.iter().map(|(git, _)| git.clone()).collect();
+        let mut found: Vec<_> = repos.into_iter().map(|(g, n)| (g, n, None)).collect();
+        // Hooks directories, global configs and included files in a write
+        // path.
+        found.extend(
+            super::gitconfig::beyond(write, &git_dirs)
+                .iter()
+                .filter_map(|p| anchored(p, &writable)),
+        );
         let mut held = Vec::new();
-        for (git, names) in found {
+        for (git, names, watch) in found {
             let Ok(meta) = fs::symlink_metadata(&git) else {
                 continue;
             };
@@ -266,6 +221,7 @@ impl Held {
                 id: (meta.dev(), meta.ino()),
                 names,
                 entries,
+                watch,
             });
         }
         Held(held)
@@ -286,6 +242,45 @@ impl Held {
         }
         first.map_or(Ok(()), Err)
     }
+}
+
+/// What is held, and where: a directory, its held names, a watched path
+/// (see [`Snapshot`]).
+type Found = (PathBuf, Vec<PathBuf>, Option<PathBuf>);
+
+/// `path` held from its nearest existing directory (still in a write
+/// path): the file itself where its directory exists, else the first
+/// missing directory, watched for `path` (a global config the host does
+/// not have yet, `~/.config/git/config`, that the step creates is
+/// removed). One name below the directory, so no check or put-back goes
+/// through a link the step made.
+fn anchored(path: &Path, writable: &impl Fn(&Path) -> bool) -> Option<Found> {
+    let mut dir = path.parent()?;
+    while fs::symlink_metadata(dir)
+        .map(|m| !m.is_dir())
+        .unwrap_or(true)
+    {
+        dir = dir.parent().filter(|d| writable(d))?;
+    }
+    let rel = path.strip_prefix(dir).ok()?.to_path_buf();
+    let first = PathBuf::from(rel.iter().next()?);
+    let watch = (first != rel).then_some(rel);
+    Some((dir.to_path_buf(), vec![first], watch))
+}
+
+/// Whether `rel` exists below `dir`, a link on the way counting as there
+/// (never followed).
+fn appeared(dir: &Path, rel: &Path) -> bool {
+    let mut at = dir.to_path_buf();
+    for c in rel.iter() {
+        at.push(c);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return true,
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 /// Add `rel` (below `git`) and everything under it to `out`.
@@ -335,6 +330,9 @@ impl Snapshot {
     fn changed(&self) -> Option<PathBuf> {
         if !self.same_dir() {
             return Some(self.git.clone());
+        }
+        if let Some(rel) = &self.watch {
+            return appeared(&self.git, rel).then(|| self.git.join(rel));
         }
         let mut now = BTreeMap::new();
         let mut budget = MAX_BYTES * 4;
@@ -388,58 +386,5 @@ impl Snapshot {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hooks_path_is_read_as_git_reads_it() {
-        let cases: &[(&str, &str, Option<&str>)] = &[
-            (
-                "/w/repo/.git",
-                "[core]\n\thooksPath = .husky\n",
-                Some("/w/repo/.husky"),
-            ),
-            // A trailing comment is not part of the value; quotes are removed.
-            (
-                "/w/repo/.git",
-                "[Core]\n  hookspath = .husky # managed by husky\n",
-                Some("/w/repo/.husky"),
-            ),
-            (
-                "/w/repo/.git",
-                "[core]\nhooksPath = \"git hooks\" ; x\n",
-                Some("/w/repo/git hooks"),
-            ),
-            (
-                "/w/repo/.git",
-                "[core]\nhooksPath = /srv/hooks\n",
-                Some("/srv/hooks"),
-            ),
-            // The last one wins; other sections do not count.
-            (
-                "/w/repo/.git",
-                "[core]\nhooksPath = a\n[alias]\nhooksPath = b\n[core]\nhooksPath = c\n",
-                Some("/w/repo/c"),
-            ),
-            ("/w/repo/.git", "[alias]\nhooksPath = b\n", None),
-            ("/w/repo/.git", "[core]\nhooksPath =\n", None),
-            // A bare repository's relative hooks path is its own directory's.
-            (
-                "/w/bare.git",
-                "[core]\nhooksPath = h\n",
-                Some("/w/bare.git/h"),
-            ),
-        ];
-        for &(git, config, want) in cases {
-            assert_eq!(
-                hooks_path_in(config, Path::new(git)),
-                want.map(PathBuf::from),
-                "{config:?}"
-            );
-        }
     }
 }

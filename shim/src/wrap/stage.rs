@@ -49,6 +49,9 @@ pub struct Staged {
 #[derive(Debug)]
 pub struct Staging {
     pub paths: Vec<Staged>,
+    /// What git reads beyond the repositories in the write paths (global
+    /// configs, included files), found before the step: never committed.
+    beyond: Vec<PathBuf>,
 }
 
 /// Characters overlayfs' option string cannot carry unescaped.
@@ -82,7 +85,10 @@ impl Staging {
                 is_dir,
             });
         }
-        Ok(Staging { paths })
+        Ok(Staging {
+            paths,
+            beyond: beyond_repositories(writes),
+        })
     }
 
     /// Mount every staging (tmpfs, then the overlay or the file copy), in
@@ -114,7 +120,7 @@ impl Staging {
         let mut total = Counts::default();
         for s in &self.paths {
             let c = if s.is_dir {
-                commit::commit_dir(&s.dir.join("upper"), &s.host)
+                commit::commit_dir(&s.dir.join("upper"), &s.host, &self.beyond)
             } else {
                 commit::commit_file(&s.merged, &s.host)
             }
@@ -289,6 +295,8 @@ fn caps(policy: &Policy) -> String {
 /// are what the commit needs afterwards.
 pub struct Held {
     pub host: PathBuf,
+    /// See [`Staging`]'s field of that name.
+    beyond: Vec<PathBuf>,
     upper: OwnedFd,
     host_dir: OwnedFd,
     store: OwnedFd,
@@ -302,6 +310,7 @@ pub fn stage_in_userns(
     host: &Path,
     lower: &Path,
     dir: &Path,
+    beyond: &[PathBuf],
 ) -> std::io::Result<(PathBuf, Held)> {
     if !option_safe(lower) {
         return Err(std::io::Error::other(format!(
@@ -326,6 +335,7 @@ pub fn stage_in_userns(
         .map_err(std::io::Error::from)
     };
     let held = Held {
+        beyond: beyond.to_vec(),
         host: host.to_path_buf(),
         upper: open(&upper)?,
         host_dir: open(lower)?,
@@ -347,8 +357,15 @@ impl Held {
             self.host_dir.as_fd(),
             &self.host,
             commit::OPAQUE_USERNS,
+            &self.beyond,
         )
     }
+}
+
+/// [`gitconfig::beyond`](super::gitconfig::beyond) of the repositories
+/// in the write paths `write`, read on the host.
+pub fn beyond_repositories(write: &[String]) -> Vec<PathBuf> {
+    super::gitconfig::beyond(write, &super::repository::git_dirs(write))
 }
 
 fn match_owner(path: &Path, like: &fs::Metadata) -> std::io::Result<()> {
