@@ -135,6 +135,7 @@ fn bad_annotations_are_config_errors() {
             "dev.sandboy.landlock",
         ),
         ("dev.sandboy.timeout", "ten minutes", "dev.sandboy.timeout"),
+        ("dev.sandboy.timeout", "0s", "give a positive duration"),
         (
             "dev.sandboy.wasm.limits",
             "{\"fuel\": \"lots\"}",

@@ -216,8 +216,17 @@ pub fn root_maps_a_user_namespace(spec: &Spec) -> bool {
 pub fn timeout(map: &std::collections::HashMap<String, String>) -> Result<Option<Span>> {
     map.get(annotations::TIMEOUT)
         .map(|v| {
-            Span::parse(v)
-                .map_err(|e| Failure::config(format!("annotation {}: {e}", annotations::TIMEOUT)))
+            let span = Span::parse(v)
+                .map_err(|e| Failure::config(format!("annotation {}: {e}", annotations::TIMEOUT)))?;
+            // As a policy's `[limits] timeout`: zero would kill the
+            // container before its process ran, an accident, not a limit.
+            if span.as_millis() == 0 {
+                return Err(Failure::config(format!(
+                    "annotation {}: {v:?} is zero; give a positive duration, e.g. \"30s\", or leave the annotation out for no timeout",
+                    annotations::TIMEOUT
+                )));
+            }
+            Ok(span)
         })
         .transpose()
 }

@@ -191,6 +191,10 @@ fn read(file: &Path) -> Option<String> {
 /// inside a write path and not itself granted (a write path at or inside
 /// it is the user's explicit grant).
 pub fn beyond(write: &[String], git_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    // Nothing is writable: no file to read.
+    if write.is_empty() {
+        return Vec::new();
+    }
     let writable = |p: &Path| write.iter().any(|w| p.starts_with(w));
     let granted = |p: &Path| write.iter().any(|w| Path::new(w).starts_with(p));
     // Each file with its include depth and the git directory whose config
