@@ -18,19 +18,28 @@ pub fn filter(names: &[&str]) -> Result<sandboy_confine::CompiledSeccomp, String
     sandboy_confine::seccomp::compile(&profile(names)?).map_err(|e| e.to_string())
 }
 
-/// [`filter`]'s profile, as a spec's `linux.seccomp`.
-pub fn profile(names: &[&str]) -> Result<oci_spec::runtime::LinuxSeccomp, String> {
-    let rule = LinuxSyscallBuilder::default()
+/// The rule sending `names` to the listener, for a profile of its own
+/// ([`profile`]) or added to another one (one filter instead of two).
+pub fn rule(names: &[&str]) -> Result<oci_spec::runtime::LinuxSyscall, String> {
+    LinuxSyscallBuilder::default()
         .names(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
         .action(LinuxSeccompAction::ScmpActNotify)
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// What a profile with [`rule`] names as its agent: the profile check wants
+/// one for NOTIFY; the listener goes to the watcher instead, over a
+/// socketpair ([`install_and_send`], [`send_listener`], or the
+/// container's `init::seccomp_notify` channel).
+pub const NO_AGENT: &str = "/dev/null";
+
+/// [`filter`]'s profile, as a spec's `linux.seccomp`.
+pub fn profile(names: &[&str]) -> Result<oci_spec::runtime::LinuxSeccomp, String> {
+    let rule = rule(names)?;
     LinuxSeccompBuilder::default()
         .default_action(LinuxSeccompAction::ScmpActAllow)
-        // The profile check wants an agent for NOTIFY; the listener goes to
-        // the watcher instead, over a socketpair ([`install_and_send`], or
-        // the container's `init::seccomp_notify` channel).
-        .listener_path("/dev/null")
+        .listener_path(NO_AGENT)
         .syscalls(vec![rule])
         .build()
         .map_err(|e| e.to_string())
@@ -47,6 +56,11 @@ pub fn install_and_send(
         Ok(None) => return Err("the notifying filter gave no listener".into()),
         Err(e) => return Err(format!("installing the notifying filter: {e}")),
     };
+    send_listener(&listener, to_parent)
+}
+
+/// Pass an installed filter's `listener` to the parent over `to_parent`.
+pub fn send_listener(listener: &OwnedFd, to_parent: RawFd) -> Result<(), String> {
     let fds = [listener.as_raw_fd()];
     sendmsg::<()>(
         to_parent,

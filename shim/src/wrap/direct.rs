@@ -223,9 +223,23 @@ fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> L
     if tier == Tier::Landlock {
         rules.extend(sandboy_spec_gen::guards::host_processes());
         rules.extend(sandboy_spec_gen::guards::file_attributes());
+        // The metadata guard's calls go to the watchdog, from this same
+        // program: one filter to compile and to run on every syscall, not
+        // two (the compiler orders each syscall's rules by the kernel's
+        // precedence, so a refusal still wins over the notification, as
+        // between two filters).
+        rules.push(metadata_rule());
+        if profile.listener_path().is_none() {
+            profile.set_listener_path(Some(crate::supervisor::unotify::NO_AGENT.into()));
+        }
     }
     profile.set_syscalls(Some(rules));
     profile
+}
+
+fn metadata_rule() -> oci_spec::runtime::LinuxSyscall {
+    crate::supervisor::unotify::rule(super::metadata::NAMES)
+        .expect("a rule of fixed syscall names builds")
 }
 
 fn confine_failure(e: ConfineError) -> Failure {
@@ -319,12 +333,11 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
         Ok(ForkResult::Child) => {
             die_with_parent();
             match req.tier {
-                Tier::Landlock => {
-                    if let Some(m) = &metadata {
-                        m.install_in_child();
-                    }
-                    process::confine_and_exec(&exec, confinement)
-                }
+                Tier::Landlock => process::confine_and_exec(
+                    &exec,
+                    confinement,
+                    metadata.as_ref().map(MetadataGuard::to_parent),
+                ),
                 Tier::Namespaces => {
                     drop(confinement);
                     namespaced(&policy, &spec, &exec, req.id, req.dry_run, plan)
@@ -380,10 +393,10 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     }
 }
 
-/// The landlock tier's metadata guard (`super::metadata`): its filter,
-/// and the socketpair its listener crosses from the child to this process.
+/// The landlock tier's metadata guard (`super::metadata`): the socketpair
+/// its listener crosses from the child to this process (its rule is in the
+/// policy's filter, see `with_host_guards`).
 struct MetadataGuard {
-    filter: sandboy_confine::CompiledSeccomp,
     ours: std::os::fd::OwnedFd,
     theirs: std::os::fd::OwnedFd,
     guard: super::metadata::Guard,
@@ -392,8 +405,6 @@ struct MetadataGuard {
 impl MetadataGuard {
     fn prepare(policy: &Policy, id: &str) -> Result<MetadataGuard> {
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let filter = crate::supervisor::unotify::filter(super::metadata::NAMES)
-            .map_err(|e| Failure::runtime(format!("wrap: the metadata guard's filter: {e}")))?;
         let (ours, theirs) = socketpair(
             AddressFamily::Unix,
             SockType::Stream,
@@ -402,29 +413,16 @@ impl MetadataGuard {
         )
         .map_err(|e| Failure::runtime(format!("wrap: socketpair: {e}")))?;
         Ok(MetadataGuard {
-            filter,
             ours,
             theirs,
             guard: super::metadata::Guard::new(&policy.write, id),
         })
     }
 
-    /// In the child, before Landlock and the policy's filter (whose fd
-    /// sweep closes the socket): the filter, its listener to the parent.
-    /// Fails closed: no guard, no command.
-    fn install_in_child(&self) {
+    /// In the child: where the policy's filter sends its listener.
+    fn to_parent(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
-        if let Err(e) =
-            crate::supervisor::unotify::install_and_send(&self.filter, self.theirs.as_raw_fd())
-        {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("sandboy: error: metadata guard: {e}; not running the command\n")
-                    .as_bytes(),
-            );
-            // SAFETY: _exit is always sound.
-            unsafe { libc::_exit(1) }
-        }
+        self.theirs.as_raw_fd()
     }
 
     /// In the parent: serve the step's calls from a thread until the last
@@ -533,7 +531,7 @@ fn namespaced(
         }
         Ok(ForkResult::Child) => {
             drop(staged);
-            process::confine_and_exec(exec, confinement)
+            process::confine_and_exec(exec, confinement, None)
         }
         Err(e) => fail(&format!("fork: {e}")),
     }

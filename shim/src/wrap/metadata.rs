@@ -22,8 +22,11 @@
 //!    rewriting the path cannot redirect it (the classic user-notification
 //!    race). Anything else fails with EACCES and a `warn` event.
 //!
-//! The policy's own seccomp filter answers first where it refuses (the
-//! `setuid-modes` guard): this filter only ever narrows.
+//! The notifying rule is part of the policy's own seccomp program
+//! (`direct::with_host_guards`): one filter, whose rules for a syscall run
+//! in the kernel's order of precedence, so a refusal there (the
+//! `setuid-modes` guard) answers first, as it did when this was a filter
+//! of its own: the guard only ever narrows.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};

@@ -245,7 +245,13 @@ pub struct Exec {
 
 /// In the forked child: confine and execve. Never returns; the exit status
 /// on failure is 126 (refused), 127 (not found) or 1 (confinement failed).
-pub fn confine_and_exec(exec: &Exec, confinement: Confinement) -> ! {
+/// The filter's user-notification listener, when it has one, goes to the
+/// parent over `listener_to` (fail closed: none there, no command).
+pub fn confine_and_exec(
+    exec: &Exec,
+    confinement: Confinement,
+    listener_to: Option<std::os::fd::RawFd>,
+) -> ! {
     let fail = |code: i32, msg: String| -> ! {
         let _ = writeln!(std::io::stderr(), "sandboy: {msg}");
         // SAFETY: _exit ends the process without running Rust destructors
@@ -273,11 +279,28 @@ pub fn confine_and_exec(exec: &Exec, confinement: Confinement) -> ! {
     // Whether the program is executable without the policy: tells a refusal
     // by Landlock from an ordinary permission problem.
     let runnable = nix::unistd::access(&exec.program, nix::unistd::AccessFlags::X_OK).is_ok();
-    if let Err(e) = confinement.apply() {
-        fail(
+    let listener = match confinement.apply() {
+        Ok(l) => l,
+        Err(e) => fail(
             1,
             format!("error: confinement could not be applied; not running the command: {e}"),
-        );
+        ),
+    };
+    match (listener, listener_to) {
+        (None, None) => {}
+        (Some(l), Some(to)) => {
+            if let Err(e) = crate::supervisor::unotify::send_listener(&l, to) {
+                fail(1, format!("error: metadata guard: {e}; not running the command"));
+            }
+        }
+        (Some(_), None) => fail(
+            1,
+            "error: the filter notifies, but nothing serves it; not running the command".into(),
+        ),
+        (None, Some(_)) => fail(
+            1,
+            "error: metadata guard: the filter gave no listener; not running the command".into(),
+        ),
     }
     let path = match CString::new(exec.program.as_os_str().as_bytes()) {
         Ok(p) => p,
