@@ -9,6 +9,7 @@
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 
 use sandboy_tests::*;
@@ -237,4 +238,73 @@ fn the_landlock_tier_refuses_file_attribute_flags() {
     assert_ne!(flags(&file), Some(before));
     let o = capture(user.cmd(&probe).arg("fsetattr").arg(&file));
     assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
+}
+
+/// The metadata guard's rule shares one seccomp program with the policy's
+/// `setuid-modes` guard: in a write path, where the watchdog would make a
+/// chmod, a setuid or setgid mode is still refused (EPERM) before the call
+/// reaches it, in both tiers; a plain mode on the same file goes through,
+/// and from the host the file is no plant (a host user running it keeps
+/// its own euid).
+#[test]
+fn a_setuid_mode_is_refused_in_a_write_path_where_a_plain_one_is_made() {
+    let t = "a_setuid_mode_is_refused_in_a_write_path_where_a_plain_one_is_made";
+    let Some(Setup {
+        user,
+        dir,
+        probe,
+        sandboy,
+    }) = Setup::new(t)
+    else {
+        return;
+    };
+    let out = dir.path().join("out");
+    fs::create_dir_all(&out).unwrap();
+    user.chown(&out);
+    for (tier, ns) in [("landlock", "host"), ("namespaces", "none")] {
+        let policy = dir.path().join(format!("{tier}.toml"));
+        fs::write(
+            &policy,
+            format!(
+                "version = 1\n[fs]\nread = [\"/etc\", \"/proc\"]\nexec = [\"{bin}\", \"/usr/bin\"]\nwrite = [\"{out}\"]\n[net]\nnamespace = \"{ns}\"\n",
+                bin = probe.parent().unwrap().display(),
+                out = out.display(),
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
+        let plant = out.join(format!("p-{tier}"));
+        let (p, f) = (probe.display(), plant.display());
+        let script = format!(
+            "cp {p} {f} && {p} chmod {f} 4755; {p} chmod {f} 2755; {p} fchmod {f} 6755; {p} chmod {f} 0755"
+        );
+        let mut cmd = user.cmd(&sandboy);
+        cmd.args(["wrap", "--isolation", tier, "--policy"])
+            .arg(&policy)
+            .args(["--", "sh", "-c", &script])
+            .current_dir(dir.path());
+        let o = output_timeout(&mut cmd, std::time::Duration::from_secs(60));
+        if tier == "namespaces" && text(&o.stderr).contains("user namespace") {
+            skip(
+                t,
+                "namespaces tier: unprivileged user namespaces are refused here",
+            );
+            continue;
+        }
+        assert_exit(&o, 0);
+        assert_eq!(
+            text(&o.stdout).lines().collect::<Vec<_>>(),
+            ["errno=EPERM", "errno=EPERM", "errno=EPERM", "ok"],
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+        assert_eq!(mode(&plant), 0o755, "{tier}");
+        let o = capture(
+            std::process::Command::new(&plant)
+                .arg("euid")
+                .uid(65534)
+                .gid(65534),
+        );
+        assert_eq!(text(&o.stdout).trim(), "euid=65534", "{tier}");
+    }
 }

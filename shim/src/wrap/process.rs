@@ -290,7 +290,10 @@ pub fn confine_and_exec(
         (None, None) => {}
         (Some(l), Some(to)) => {
             if let Err(e) = crate::supervisor::unotify::send_listener(&l, to) {
-                fail(1, format!("error: metadata guard: {e}; not running the command"));
+                fail(
+                    1,
+                    format!("error: metadata guard: {e}; not running the command"),
+                );
             }
         }
         (Some(_), None) => fail(
