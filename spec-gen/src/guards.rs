@@ -275,6 +275,40 @@ pub fn unix_sockets() -> Vec<LinuxSyscall> {
     ]
 }
 
+/// `seccomp(SECCOMP_SET_MODE_FILTER, …NEW_LISTENER…)` fails with EBUSY,
+/// for processes whose runtime decides some of their calls through a
+/// listener of its own (unprivileged `wrap`'s landlock tier, the metadata
+/// guard). The kernel allows one listener per filter chain, so while the
+/// runtime's is attached the call gets EBUSY anyway; but once it is gone
+/// (the watchdog killed from outside, leaving a background process of the
+/// step orphaned) the runtime's filter notifies nobody, and when two
+/// filters both notify the kernel asks the newest one's listener: the
+/// step's own, which answers CONTINUE and the call runs undecided (a
+/// `chmod 644` of a secret outside every write path). With this rule the
+/// orphan's notified calls fail (ENOSYS) instead. Filters without a
+/// listener (sandboxes nested in the step) still install.
+pub fn own_listeners() -> Vec<LinuxSyscall> {
+    const EBUSY: u32 = 16;
+    const SECCOMP_SET_MODE_FILTER: u64 = 1;
+    const SECCOMP_FILTER_FLAG_NEW_LISTENER: u64 = 1 << 3;
+    let v = Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(EBUSY),
+    };
+    vec![rule(
+        &["seccomp"],
+        v,
+        vec![
+            masked(0, INT, SECCOMP_SET_MODE_FILTER),
+            masked(
+                1,
+                SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            ),
+        ],
+    )]
+}
+
 /// File attribute ioctls refused with EPERM where the host's files are
 /// not read-only underneath the step (unprivileged `wrap`'s landlock
 /// tier): Landlock checks no ioctl on regular files, so `chattr` of a file

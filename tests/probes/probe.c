@@ -40,6 +40,10 @@
  *   mknod-char PATH                     (a 0666 character device 1:1, /dev/mem's)
  *   at-pid PID                          (host side: a process sleeping 60 s with exactly that pid)
  *   reap CMD ARG...                     (host side: CMD as a child subreaper that reaps its orphans)
+ *   orphan-chmod PATH OUT               (once orphaned, decide chmod through a seccomp
+ *                                        listener of its own, then chmod PATH 0644; writes
+ *                                        "plain=R listener=R chmod=R" to OUT, R "ok" or
+ *                                        an errno; "plain": a filter with no listener)
  *
  * Prints "ok" and exits 0 when the attempt succeeded, "errno=<NAME>" and
  * exits 1 when it failed; exit 2 on usage errors. For "connect", a refused
@@ -78,6 +82,8 @@
 #include <netinet/tcp.h>
 #include <linux/sched.h>
 #include <linux/openat2.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <unistd.h>
 
 static const char *errname(int e)
@@ -373,6 +379,54 @@ static int inode_flood(const char *dir)
 	return result(0);
 }
 
+/* orphan-chmod: wait until the parent is gone (up to 10 s), then install a
+ * filter of our own that sends chmod/fchmodat to a listener we hold, answer
+ * with CONTINUE from a child, and chmod PATH 0644. Where a runtime's own
+ * notifying filter has lost its listener, the kernel gives the notification
+ * to the newest filter's listener: this one, and the call runs unchecked. */
+static int orphan_chmod(const char *path, const char *out)
+{
+	pid_t first = getppid();
+	for (int i = 0; i < 1000 && getppid() == first; i++)
+		usleep(10000);
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_chmod, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fchmodat, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+	};
+	struct sock_fprog prog = { sizeof f / sizeof f[0], f };
+	/* First a filter without a listener, as a sandbox nested in a step
+	 * installs one (its own ALLOW for everything changes nothing). */
+	struct sock_filter all[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+	struct sock_fprog plain = { 1, all };
+	int pe = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &plain) ? errno : 0;
+	long l = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			 SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	int le = l < 0 ? errno : 0;
+	if (l >= 0 && fork() == 0) {
+		struct seccomp_notif req;
+		struct seccomp_notif_resp resp;
+		memset(&req, 0, sizeof req);
+		if (ioctl((int)l, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
+			memset(&resp, 0, sizeof resp);
+			resp.id = req.id;
+			resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+			ioctl((int)l, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		}
+		_exit(0);
+	}
+	int ce = chmod(path, 0644) ? errno : 0;
+	FILE *o = fopen(out, "w");
+	if (!o)
+		return 1;
+	fprintf(o, "plain=%s listener=%s chmod=%s\n", pe ? errname(pe) : "ok",
+		le ? errname(le) : "ok", ce ? errname(ce) : "ok");
+	fclose(o);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -565,6 +619,8 @@ int main(int argc, char **argv)
 			return result(-1);
 		fa.xflags |= 0x40; /* FS_XFLAG_NOATIME */
 		return result(syscall(469 /* SYS_file_setattr */, AT_FDCWD, a, &fa, sizeof fa, 0));
+	} else if (!strcmp(cmd, "orphan-chmod") && a && b) {
+		return orphan_chmod(a, b);
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;

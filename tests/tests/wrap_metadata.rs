@@ -308,3 +308,91 @@ fn a_setuid_mode_is_refused_in_a_write_path_where_a_plain_one_is_made() {
         assert_eq!(text(&o.stdout).trim(), "euid=65534", "{tier}");
     }
 }
+
+/// The metadata guard's listener cannot be taken over. Once the watchdog is
+/// gone (killed from outside: a CI runner's SIGKILL), a background process
+/// of the step lives on, orphaned, still under Landlock and the policy's
+/// filter, whose metadata rule now notifies nobody. The kernel would hand
+/// such a call to the newest filter's listener, so the orphan installs a
+/// filter of its own with a listener, answers CONTINUE and `chmod 644`s a
+/// secret outside every write path. Refused: a listener of its own gets
+/// EBUSY, the chmod fails (ENOSYS), the file stays 0600. Counterpart: a
+/// filter without a listener still installs, and the orphan still writes
+/// its write path.
+#[test]
+fn an_orphan_of_a_killed_watchdog_cannot_take_the_metadata_guard_over() {
+    let t = "an_orphan_of_a_killed_watchdog_cannot_take_the_metadata_guard_over";
+    let Some(Setup {
+        user,
+        dir,
+        probe,
+        sandboy,
+    }) = Setup::new(t)
+    else {
+        return;
+    };
+    let (out, outside) = (dir.path().join("out"), dir.path().join("outside"));
+    for d in [&out, &outside] {
+        fs::create_dir_all(d).unwrap();
+        user.chown(d);
+    }
+    let secret = outside.join("key");
+    fresh(&user, &secret);
+    let policy = dir.path().join("p.toml");
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/dev/null\", \"/usr\", \"/etc\", \"/proc\", \"{outside}\"]\nexec = [\"/usr/bin\", \"{bin}\"]\nwrite = [\"{out}\"]\n[net]\nnamespace = \"host\"\n",
+            outside = outside.display(),
+            bin = probe.parent().unwrap().display(),
+            out = out.display(),
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
+    let result = out.join("result");
+    let script = format!(
+        "{p} orphan-chmod {s} {r} & echo started; exec sleep 60",
+        p = probe.display(),
+        s = secret.display(),
+        r = result.display()
+    );
+    let mut cmd = user.cmd(&sandboy);
+    cmd.args(["wrap", "--isolation", "landlock", "--policy"])
+        .arg(&policy)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("spawning wrap");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "started\n");
+    // The watchdog: the user's process still running sandboy's `wrap`.
+    let watchdog = user
+        .processes()
+        .into_iter()
+        .find(|pid| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"--isolation"))
+        })
+        .expect("the watchdog is running");
+    // SAFETY: kill with a pid just read; no memory involved.
+    assert_eq!(unsafe { libc::kill(watchdog, libc::SIGKILL) }, 0);
+    let _ = child.wait();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !result.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let got = fs::read_to_string(&result).unwrap_or_default();
+    assert_eq!(
+        got, "plain=ok listener=EBUSY chmod=ENOSYS\n",
+        "the orphan's own listener decided its chmod"
+    );
+    assert_eq!(mode(&secret), 0o600, "the secret's mode changed");
+}

@@ -214,7 +214,9 @@ fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
 /// own, keeps away from the user's other processes
 /// ([`sandboy_spec_gen::guards::host_processes`]) and, with the host's
 /// files writable underneath, from their attribute flags
-/// ([`sandboy_spec_gen::guards::file_attributes`]).
+/// ([`sandboy_spec_gen::guards::file_attributes`]), and its metadata
+/// guard's listener from being replaced by one of the step's
+/// ([`sandboy_spec_gen::guards::own_listeners`]).
 fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> LinuxSeccomp {
     let mut rules = profile.syscalls().clone().unwrap_or_default();
     if !policy.unix {
@@ -229,6 +231,8 @@ fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> L
         // precedence, so a refusal still wins over the notification, as
         // between two filters).
         rules.push(metadata_rule());
+        // …and no listener of the step's own may take its calls over.
+        rules.extend(sandboy_spec_gen::guards::own_listeners());
         if profile.listener_path().is_none() {
             profile.set_listener_path(Some(crate::supervisor::unotify::NO_AGENT.into()));
         }
