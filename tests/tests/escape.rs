@@ -2200,3 +2200,70 @@ fn a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused() {
         0,
     );
 }
+
+/// The image's code never runs in the runtime's own processes. The init and
+/// an exec'd process are clones of the runtime, and a spec without `HOME`
+/// makes libcontainer look the user up with glibc inside the container,
+/// before Landlock and seccomp: glibc read the image's `nsswitch.conf`
+/// (`passwd: evil`) and loaded its `libnss_evil.so.2`, whose constructor
+/// then made a user namespace every policy denies (found in stop 35).
+/// Refused by design: the lookups are pinned to glibc's own `files`
+/// service (`host::nss`), so the module never loads, in the init or in an
+/// exec. Counterpart: `HOME` still comes from the image's `/etc/passwd`
+/// (`/root`), and the payload's own `unshare` is refused by the policy.
+#[test]
+fn an_images_nss_modules_never_run_in_the_init_or_an_exec() {
+    let t = "an_images_nss_modules_never_run_in_the_init_or_an_exec";
+    if !ready(t) || !need_tool(t, "gcc") {
+        return;
+    }
+    let s = Sandbox::generated(&syscall_policy("errno", "[]"));
+    let module = s.host.path().join("libnss_evil.so.2");
+    let st = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
+        .arg(&module)
+        .arg(repo().join("tests/probes/nss_evil.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc failed to build the NSS module");
+    let rootfs = s.bundle.rootfs();
+    for dir in [
+        "lib",
+        "usr/lib",
+        "lib/x86_64-linux-gnu",
+        "usr/lib/x86_64-linux-gnu",
+    ] {
+        fs::create_dir_all(rootfs.join(dir)).unwrap();
+        fs::copy(&module, rootfs.join(dir).join("libnss_evil.so.2")).unwrap();
+    }
+    fs::write(
+        rootfs.join("etc/nsswitch.conf"),
+        "passwd: evil\ngroup: evil\n",
+    )
+    .unwrap();
+    s.bundle.edit(|c| {
+        let env = c["process"]["env"].as_array_mut().unwrap();
+        env.retain(|e| !e.as_str().unwrap_or("").starts_with("HOME="));
+    });
+    let o = s.sh("echo HOME=$HOME; /bin/probe syscall unshare-user");
+    assert!(
+        !text(&o.stderr).contains("nss module ran"),
+        "the image's module ran in the init: {}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        text(&o.stdout),
+        "HOME=/root\nerrno=EPERM\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let id = unique_id("esc-nss");
+    let _c = s.sleeper(&id);
+    let o = s.rt.run(&["exec", &id, "/bin/sh", "-c", "echo HOME=$HOME"]);
+    assert!(
+        !text(&o.stderr).contains("nss module ran"),
+        "the image's module ran in an exec: {}",
+        text(&o.stderr)
+    );
+    assert_eq!(text(&o.stdout), "HOME=/root\n", "{}", text(&o.stderr));
+}

@@ -137,6 +137,9 @@ impl Runtime {
                 return Err(e);
             }
         };
+        // The init is a clone of this process: what it looks up must
+        // load nothing from the image (`host::nss`).
+        crate::host::nss::files_only();
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)

@@ -118,6 +118,8 @@ impl Runtime {
         let egress_guard = super::egress::guard(&init_spec, logged)?;
         let bundle = bundle_of(&c);
         let before = tenant_sockets(&self.dir(id));
+        // As for the init (`host::nss`).
+        crate::host::nss::files_only();
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)

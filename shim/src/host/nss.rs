@@ -1,0 +1,56 @@
+//! The image's NSS modules never load into the runtime's clones.
+//!
+//! libcontainer's init and exec'd processes are clones of this process (no
+//! exec in between), and when the spec sets no `HOME` they look the user up
+//! with getpwuid(3): after `pivot_root`, before sandboy's executor applies
+//! Landlock and seccomp. glibc then reads the *image's*
+//! `/etc/nsswitch.conf` and `dlopen`s the modules it names from the image:
+//! an image with `passwd: evil` and a `libnss_evil.so.2` ran its
+//! constructor in the container's init, unconfined (found in stop 35:
+//! `unshare(CLONE_NEWUSER)`, denied by every policy, succeeded there, and a
+//! child forked there would never be confined at all). runc and crun parse
+//! `/etc/passwd` themselves.
+//!
+//! So before a container process is cloned, the user and group databases
+//! are pinned to glibc's own `files` service (`__nss_configure_lookup`,
+//! `<nss.h>`): a lookup in a clone still reads the container's
+//! `/etc/passwd` and `/etc/group`, as runc does, and loads no code. One
+//! lookup here loads `files` from the host where it is still a module
+//! (glibc < 2.34 builds it outside libc). Lookups the runtime itself makes
+//! afterwards (a `list`'s creator names) see local users only; the egress
+//! gateway's host lookups (`hosts`) are untouched. musl has no NSS.
+
+/// The databases a container process may look up (users, groups, the
+/// supplementary groups `initgroups` finds), each limited to `files`.
+const DATABASES: &[&std::ffi::CStr] = &[c"passwd", c"group", c"initgroups", c"shadow", c"gshadow"];
+
+/// Pin [`DATABASES`] to `files` (once per process). Called right before a
+/// container's processes are built (`create`, `exec`).
+pub fn files_only() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(pin);
+}
+
+#[cfg(target_env = "gnu")]
+fn pin() {
+    extern "C" {
+        fn __nss_configure_lookup(
+            db: *const libc::c_char,
+            service_line: *const libc::c_char,
+        ) -> libc::c_int;
+    }
+    for db in DATABASES {
+        // SAFETY: both arguments are NUL-terminated strings that outlive
+        // the call; glibc copies what it keeps. The runtime is
+        // single-threaded here (before libcontainer clones).
+        let rc = unsafe { __nss_configure_lookup(db.as_ptr(), c"files".as_ptr()) };
+        if rc != 0 {
+            tracing::warn!(database = ?db, "nss: could not limit this database to files");
+        }
+    }
+    // Loads the `files` service from the host where it is a module.
+    let _ = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(0));
+}
+
+#[cfg(not(target_env = "gnu"))]
+fn pin() {}
