@@ -322,22 +322,17 @@ fn a_setuid_mode_is_refused_in_a_write_path_where_a_plain_one_is_made() {
 #[test]
 fn an_orphan_of_a_killed_watchdog_cannot_take_the_metadata_guard_over() {
     let t = "an_orphan_of_a_killed_watchdog_cannot_take_the_metadata_guard_over";
-    let Some(Setup {
-        user,
-        dir,
-        probe,
-        sandboy,
-    }) = Setup::new(t)
-    else {
+    let Some(setup) = Setup::new(t) else {
         return;
     };
+    let (user, dir, probe, sandboy) = (&setup.user, &setup.dir, &setup.probe, &setup.sandboy);
     let (out, outside) = (dir.path().join("out"), dir.path().join("outside"));
     for d in [&out, &outside] {
         fs::create_dir_all(d).unwrap();
         user.chown(d);
     }
     let secret = outside.join("key");
-    fresh(&user, &secret);
+    fresh(user, &secret);
     let policy = dir.path().join("p.toml");
     fs::write(
         &policy,
@@ -357,7 +352,7 @@ fn an_orphan_of_a_killed_watchdog_cannot_take_the_metadata_guard_over() {
         s = secret.display(),
         r = result.display()
     );
-    let mut cmd = user.cmd(&sandboy);
+    let mut cmd = user.cmd(sandboy);
     cmd.args(["wrap", "--isolation", "landlock", "--policy"])
         .arg(&policy)
         .args(["--", "sh", "-c", &script])
