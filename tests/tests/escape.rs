@@ -2267,3 +2267,35 @@ fn an_images_nss_modules_never_run_in_the_init_or_an_exec() {
     );
     assert_eq!(text(&o.stdout), "HOME=/root\n", "{}", text(&o.stderr));
 }
+
+/// startContainer hooks run in the container, from the image's files, and
+/// libcontainer runs them after its start signal but before the executor
+/// confines the payload: a hook's `unshare(CLONE_NEWUSER)`, which the
+/// policy denies, succeeded (found in stop 35; runc installs its seccomp
+/// filter before these hooks too). With such hooks the init confines
+/// itself first, so a hook gets the payload's own answer (EPERM), while it
+/// still runs and writes where the policy lets it (its output is there
+/// for the payload to read).
+#[test]
+fn start_container_hooks_run_confined_like_the_payload() {
+    let t = "start_container_hooks_run_confined_like_the_payload";
+    if !ready(t) {
+        return;
+    }
+    let policy = syscall_policy("errno", "[]")
+        .replace("exec = [\"/bin\"]", "exec = [\"/bin\"]\nwrite = [\"/tmp\"]");
+    let s = Sandbox::generated(&policy);
+    s.bundle.edit(|c| {
+        c["hooks"] = serde_json::json!({"startContainer": [{
+            "path": "/bin/sh",
+            "args": ["sh", "-c", "/bin/probe syscall unshare-user > /tmp/hook.out 2>&1; true"]
+        }]});
+    });
+    let o = s.sh("cat /tmp/hook.out; /bin/probe syscall unshare-user");
+    assert_eq!(
+        text(&o.stdout),
+        "errno=EPERM\nerrno=EPERM\n",
+        "the hook's line first, then the payload's: {}",
+        text(&o.stderr)
+    );
+}

@@ -34,6 +34,7 @@ const CREATE_RULESET_VERSION: u32 = 1 << 0;
 const RULE_PATH_BENEATH: libc::c_int = 1;
 const RULE_NET_PORT: libc::c_int = 2;
 const ACCESS_FS_EXECUTE: u64 = 1 << 0;
+const ACCESS_FS_WRITE_FILE: u64 = 1 << 1;
 const ACCESS_FS_READ_FILE: u64 = 1 << 2;
 const ACCESS_NET_BIND_TCP: u64 = 1 << 0;
 const ACCESS_NET_CONNECT_TCP: u64 = 1 << 1;
@@ -184,6 +185,49 @@ impl PreparedLandlock {
         };
         add_rule(&self.ruleset, RULE_PATH_BENEATH, &attr)
             .map_err(|e| ConfineError::kernel("landlock_add_rule for the wasm host binary", e))
+    }
+
+    /// Grants reading and writing the container's `/dev/null`, when it is
+    /// the null character device (1:3) itself, not a link or a file an
+    /// image put there: libcontainer gives the startContainer hooks it
+    /// spawns under the container's confinement `/dev/null` as stdout.
+    pub fn allow_null_device(&self) -> Result<(), ConfineError> {
+        let what = "landlock_add_rule for /dev/null";
+        // SAFETY: a valid NUL-terminated path; O_PATH opens no content,
+        // O_NOFOLLOW opens a symlink itself (refused below).
+        let fd = unsafe {
+            libc::open(
+                c"/dev/null".as_ptr(),
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(ConfineError::kernel(what, io::Error::last_os_error()));
+        }
+        // SAFETY: open returned a new fd owned here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: zeroed is a valid stat (plain integers); fstat fills it
+        // from an fd open for the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: see above.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(ConfineError::kernel(what, io::Error::last_os_error()));
+        }
+        let null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
+        if !null {
+            return Err(ConfineError::kernel(
+                what,
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "/dev/null is not the null device",
+                ),
+            ));
+        }
+        let attr = PathBeneathAttr {
+            allowed_access: (ACCESS_FS_READ_FILE | ACCESS_FS_WRITE_FILE) & self.handled_fs,
+            parent_fd: fd.as_raw_fd(),
+        };
+        add_rule(&self.ruleset, RULE_PATH_BENEATH, &attr).map_err(|e| ConfineError::kernel(what, e))
     }
 
     /// Restricts the calling thread (and everything it executes).

@@ -151,6 +151,16 @@ impl Confinement {
         }
     }
 
+    /// Lets the confined process read and write `/dev/null` (the null
+    /// device only), when Landlock applies; see
+    /// [`PreparedLandlock::allow_null_device`]. Call before [`Confinement::apply`].
+    pub fn allow_null_device(&self) -> Result<(), ConfineError> {
+        match &self.landlock {
+            Some(ll) => ll.allow_null_device(),
+            None => Ok(()),
+        }
+    }
+
     /// Whether Landlock will be applied.
     pub fn has_landlock(&self) -> bool {
         self.landlock.is_some()

@@ -58,6 +58,9 @@ pub struct SandboyExecutor {
     /// The init dies with the runtime process that made it (root `wrap`:
     /// a wrapper killed by SIGKILL must not leave its step running).
     die_with_caller: bool,
+    /// An exec'd process (`for_tenant`): libcontainer runs no
+    /// startContainer hooks for it.
+    tenant: bool,
 }
 
 /// Where the confinement stands between `validate` and `exec`.
@@ -87,6 +90,7 @@ impl SandboyExecutor {
             notify: None,
             learning: false,
             die_with_caller: false,
+            tenant: false,
         }
     }
 
@@ -139,6 +143,7 @@ impl SandboyExecutor {
     /// An executor for a process joining a container whose spec is `init`.
     pub fn for_tenant(id: &str, preserve_fds: i32, init: &Spec) -> Self {
         let mut e = Self::new(id, preserve_fds);
+        e.tenant = true;
         e.inherited_seccomp = init.linux().as_ref().and_then(|l| l.seccomp().clone());
         if crate::init::privilege::policy_confined(init) {
             e.inherited_rlimits = init
@@ -154,6 +159,17 @@ impl SandboyExecutor {
     pub fn with_wasm(mut self, payload: Option<Payload>) -> Self {
         self.wasm = payload;
         self
+    }
+
+    /// Whether libcontainer will run startContainer hooks in this process
+    /// before it calls `exec`.
+    fn runs_start_hooks(&self, spec: &Spec) -> bool {
+        !self.tenant
+            && spec
+                .hooks()
+                .as_ref()
+                .and_then(|h| h.start_container().as_ref())
+                .is_some_and(|h| !h.is_empty())
     }
 
     fn prepare(&self, spec: &Spec) -> Result<Confinement, sandboy_confine::ConfineError> {
@@ -228,9 +244,19 @@ impl Executor for SandboyExecutor {
                 .allow(&confinement)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
         }
-        if confinement.has_notify() && !self.learning {
+        if !self.learning && (confinement.has_notify() || self.runs_start_hooks(spec)) {
             // The agent expects the listener during create (runc installs
-            // the filter there too): confine now, in the same order.
+            // the filter there too): confine now, in the same order. And
+            // startContainer hooks run between here and `exec`, in the
+            // container, from the image's files: confined like the payload
+            // (runc installs its seccomp filter before them too), or a
+            // hook's binary the image provides ran unconfined (stop 35).
+            // libcontainer gives each hook /dev/null as its stdout.
+            if self.runs_start_hooks(spec) {
+                confinement.allow_null_device().map_err(|e| {
+                    ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
+                })?;
+            }
             self.confine(confinement, spec)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
             *self.stage.borrow_mut() = Stage::Applied;
