@@ -790,6 +790,27 @@ impl TestUser {
         to
     }
 
+    /// The user's processes still there after up to 2 s (an exiting
+    /// process stays in /proc until it is reaped), each as its /proc stat
+    /// head ("pid (comm) state"): what a test says was left behind.
+    pub fn leftovers(&self) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        loop {
+            let left = self.processes();
+            if left.is_empty() || std::time::Instant::now() > deadline {
+                return left
+                    .iter()
+                    .map(|pid| {
+                        let stat =
+                            fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                        stat.split(' ').take(3).collect::<Vec<_>>().join(" ")
+                    })
+                    .collect();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Pids of processes running as this user.
     pub fn processes(&self) -> Vec<i32> {
         use std::os::unix::fs::MetadataExt;
