@@ -2298,4 +2298,18 @@ fn start_container_hooks_run_confined_like_the_payload() {
         "the hook's line first, then the payload's: {}",
         text(&o.stderr)
     );
+    // A hook outside [fs] exec is refused like any program, and `run` says
+    // why the container never ran its process.
+    s.bundle.edit(|c| {
+        c["hooks"] = serde_json::json!({"startContainer": [{"path": "/data/probe-copy", "args": ["probe", "hello"]}]});
+    });
+    let o = s.sh("echo payload ran");
+    assert_exit(&o, 255);
+    assert_eq!(text(&o.stdout), "", "the payload ran");
+    assert!(
+        text(&o.stderr).contains("init failed before its process ran")
+            && text(&o.stderr).contains("Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
 }

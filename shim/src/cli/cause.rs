@@ -121,6 +121,14 @@ impl Channel {
     }
 }
 
+/// What the container's init said when it failed after `create` had
+/// returned (a startContainer hook that failed or was refused under the
+/// confinement): its first error, which no caller is left to report,
+/// since libcontainer's channel to the runtime is closed by then.
+pub fn init_failure() -> Option<String> {
+    CHANNEL.get()?.drain().first().map(Event::render)
+}
+
 /// `message` with the innermost cause: the first event of the container's
 /// processes (unless `message` already says it), else the runtime's first
 /// event naming an errno.

@@ -20,6 +20,14 @@ pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
         .map(|out| learning(out, &args))
         .transpose()?;
     let ran = rt.run(&args.container_id, &opts, mode)?;
+    // 255 with an error from the init: it failed before the payload ran.
+    if ran.status == 255 && !args.detach {
+        if let Some(cause) = super::cause::init_failure() {
+            super::output::error_line(&format!(
+                "sandboy: the container's init failed before its process ran: {cause}"
+            ));
+        }
+    }
     summary(&ran, args.report.as_deref());
     Ok(ran.status)
 }
