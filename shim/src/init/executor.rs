@@ -244,7 +244,8 @@ impl Executor for SandboyExecutor {
                 .allow(&confinement)
                 .map_err(ExecutorValidationError::ArgValidationError)?;
         }
-        if !self.learning && (confinement.has_notify() || self.runs_start_hooks(spec)) {
+        let start_hooks = self.runs_start_hooks(spec);
+        if !self.learning && (confinement.has_notify() || start_hooks) {
             // The agent expects the listener during create (runc installs
             // the filter there too): confine now, in the same order. And
             // startContainer hooks run between here and `exec`, in the
@@ -252,7 +253,7 @@ impl Executor for SandboyExecutor {
             // (runc installs its seccomp filter before them too), or a
             // hook's binary the image provides ran unconfined (stop 35).
             // libcontainer gives each hook /dev/null as its stdout.
-            if self.runs_start_hooks(spec) {
+            if start_hooks {
                 confinement.allow_null_device().map_err(|e| {
                     ExecutorValidationError::ArgValidationError(format!("confinement: {e}"))
                 })?;
