@@ -16,9 +16,10 @@
 //! `<nss.h>`): a lookup in a clone still reads the container's
 //! `/etc/passwd` and `/etc/group`, as runc does, and loads no code. One
 //! lookup here loads `files` from the host where it is still a module
-//! (glibc < 2.34 builds it outside libc). Lookups the runtime itself makes
-//! afterwards (a `list`'s creator names) see local users only; the egress
-//! gateway's host lookups (`hosts`) are untouched. musl has no NSS.
+//! (glibc < 2.34 builds it outside libc). A `create` or `exec` process
+//! that looked users up on the host afterwards would see local users only
+//! (none does; `list` and `state` never pin); host name lookups (`hosts`,
+//! the egress gateway's) are untouched. musl has no NSS.
 
 /// The databases a container process may look up (users, groups, the
 /// supplementary groups `initgroups` finds), each limited to `files`.
