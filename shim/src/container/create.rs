@@ -139,7 +139,10 @@ impl Runtime {
         };
         // The init is a clone of this process: what it looks up must
         // load nothing from the image (`host::nss`).
-        crate::host::nss::files_only();
+        if let Err(e) = crate::host::nss::files_only() {
+            self.remove_leftovers(id);
+            return Err(e);
+        }
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)

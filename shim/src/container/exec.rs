@@ -119,7 +119,7 @@ impl Runtime {
         let bundle = bundle_of(&c);
         let before = tenant_sockets(&self.dir(id));
         // As for the init (`host::nss`).
-        crate::host::nss::files_only();
+        crate::host::nss::files_only()?;
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)

@@ -26,14 +26,18 @@
 const DATABASES: &[&std::ffi::CStr] = &[c"passwd", c"group", c"initgroups", c"shadow", c"gshadow"];
 
 /// Pin [`DATABASES`] to `files` (once per process). Called right before a
-/// container's processes are built (`create`, `exec`).
-pub fn files_only() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(pin);
+/// container's processes are built (`create`, `exec`); an error (glibc
+/// refused a database) stops them: the image's modules could load.
+pub fn files_only() -> crate::error::Result<()> {
+    static PINNED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PINNED
+        .get_or_init(pin)
+        .clone()
+        .map_err(crate::error::Failure::runtime)
 }
 
 #[cfg(target_env = "gnu")]
-fn pin() {
+fn pin() -> Result<(), String> {
     extern "C" {
         fn __nss_configure_lookup(
             db: *const libc::c_char,
@@ -46,12 +50,17 @@ fn pin() {
         // single-threaded here (before libcontainer clones).
         let rc = unsafe { __nss_configure_lookup(db.as_ptr(), c"files".as_ptr()) };
         if rc != 0 {
-            tracing::warn!(database = ?db, "nss: could not limit this database to files");
+            return Err(format!(
+                "cannot limit the {db:?} database to glibc's files service (__nss_configure_lookup), so the image's NSS modules could load into the container's init; not starting it"
+            ));
         }
     }
     // Loads the `files` service from the host where it is a module.
     let _ = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(0));
+    Ok(())
 }
 
 #[cfg(not(target_env = "gnu"))]
-fn pin() {}
+fn pin() -> Result<(), String> {
+    Ok(())
+}
