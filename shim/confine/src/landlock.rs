@@ -193,36 +193,7 @@ impl PreparedLandlock {
     /// spawns under the container's confinement `/dev/null` as stdout.
     pub fn allow_null_device(&self) -> Result<(), ConfineError> {
         let what = "landlock_add_rule for /dev/null";
-        // SAFETY: a valid NUL-terminated path; O_PATH opens no content,
-        // O_NOFOLLOW opens a symlink itself (refused below).
-        let fd = unsafe {
-            libc::open(
-                c"/dev/null".as_ptr(),
-                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(ConfineError::kernel(what, io::Error::last_os_error()));
-        }
-        // SAFETY: open returned a new fd owned here.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: zeroed is a valid stat (plain integers); fstat fills it
-        // from an fd open for the call.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: see above.
-        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-            return Err(ConfineError::kernel(what, io::Error::last_os_error()));
-        }
-        let null = st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3);
-        if !null {
-            return Err(ConfineError::kernel(
-                what,
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "/dev/null is not the null device",
-                ),
-            ));
-        }
+        let fd = null_device(c"/dev/null").map_err(|e| ConfineError::kernel(what, e))?;
         let attr = PathBeneathAttr {
             allowed_access: (ACCESS_FS_READ_FILE | ACCESS_FS_WRITE_FILE) & self.handled_fs,
             parent_fd: fd.as_raw_fd(),
@@ -496,6 +467,39 @@ pub fn prepare_with_binds(
     }))
 }
 
+/// An `O_PATH` fd of `path` if it is the null character device (1:3)
+/// itself: not a link to it (not followed), not another device or file.
+fn null_device(path: &std::ffi::CStr) -> io::Result<OwnedFd> {
+    // SAFETY: a valid NUL-terminated path; O_PATH opens no content,
+    // O_NOFOLLOW opens a symlink itself (refused below).
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: open returned a new fd owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: zeroed is a valid stat (plain integers); fstat fills it
+    // from an fd open for the call.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: see above.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == libc::makedev(1, 3) {
+        Ok(fd)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{path:?} is not the null device"),
+        ))
+    }
+}
+
 /// A rule path's fd. Below a path where symlinks may have been planted
 /// (`planted`: the container's write paths and host binds, other than
 /// `/`), no symlink is followed: a
@@ -593,6 +597,24 @@ fn add_rule<T>(ruleset: &OwnedFd, rule_type: libc::c_int, attr: &T) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_null_device_itself_is_the_null_device() {
+        assert!(null_device(c"/dev/null").is_ok());
+        let dir = std::env::temp_dir().join(format!("null-device-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("null");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, "").unwrap();
+        let c = |p: &std::path::Path| CString::new(p.to_str().unwrap()).unwrap();
+        for refused in [c(std::path::Path::new("/dev/zero")), c(&link), c(&file)] {
+            let e = null_device(&refused).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{refused:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn known_rights_by_abi() {
