@@ -1321,7 +1321,9 @@ fn a_timeout_holds_after_the_init_exits_in_a_joined_pid_namespace() {
     assert_exit(&rt.create(&pause, &pod), 0);
     assert_exit(&rt.run(&["start", &pod]), 0);
     let pod_pid = rt.state(&pod)["pid"].as_i64().unwrap();
-    let marker = format!("sleep {}", 40 + std::process::id() % 40);
+    // Unique to this test: a concurrent test's `sleep 60` once matched a
+    // marker of 40 + pid % 40 and looked like a child past its timeout.
+    let marker = format!("sleep 97{}", std::process::id());
     let step = |timeout: Option<&str>| {
         let b = Bundle::busybox(&["sh", "-c", &format!("({marker}) & exit 0")]);
         b.edit(|c| {
