@@ -434,12 +434,17 @@ impl Runtime {
                 let c = self.load(id)?;
                 super::signal::deliver(&c, nix::sys::signal::Signal::SIGKILL, true)
             },
+            // A look that fails is no empty container: only one whose
+            // state is gone (deleted) has nothing left, else a passing read
+            // error would end the supervisor, and its deadline, early.
             |id| {
-                self.load(id)
+                let Ok(c) = self.load(id) else {
+                    return self.dir(id).exists();
+                };
+                crate::cgroups::cgroup_manager(&c)
                     .ok()
-                    .and_then(|c| crate::cgroups::cgroup_manager(&c).ok())
                     .and_then(|m| libcgroups::common::CgroupManager::get_all_pids(&m).ok())
-                    .is_some_and(|pids| !pids.is_empty())
+                    .is_none_or(|pids| !pids.is_empty())
             },
         )?;
         // For `delete`, which waits for it (see `delete::wait_supervisor`).
