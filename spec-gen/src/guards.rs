@@ -349,6 +349,10 @@ pub fn file_attributes() -> Vec<LinuxSyscall> {
 ///   segments, queues and semaphores outside the sandbox (ids are small
 ///   integers: `shmat` needs no `shmget`), and leave segments behind that
 ///   outlive it and its memory limit. `shmdt` stays (it only detaches).
+/// * POSIX message queues (`mq_*`): they live in the user's IPC namespace,
+///   not in a path Landlock checks on every call (`mq_unlink` removed
+///   another process's queue; a refused `mq_open(O_CREAT)` left the queue
+///   behind for a name squat).
 /// * Calls that act on another process by pid with no ptrace or signal
 ///   check an LSM scope sees: `prlimit64` (an `RLIMIT_CPU` of 1 s on the
 ///   watchdog killed it and lost the timeout; `RLIMIT_FSIZE` 0 kills any
@@ -379,6 +383,16 @@ pub fn host_processes() -> Vec<LinuxSyscall> {
             "semop",
             "semtimedop",
             "semctl",
+            // POSIX message queues: `mq_open` makes the queue before
+            // Landlock refuses the open (a refused step still squats a
+            // name the user's service later opens), and `mq_unlink`
+            // never asks Landlock at all.
+            "mq_open",
+            "mq_unlink",
+            "mq_timedsend",
+            "mq_timedreceive",
+            "mq_notify",
+            "mq_getsetattr",
         ],
         v,
         vec![],

@@ -30,6 +30,7 @@
  *                                        O_RDONLY fd; chown to the caller's own ids;
  *                                        user.sandboy = "1")
  *   shmget KEY | shm-private | shm-create KEY
+ *   mq-create NAME | mq-unlink NAME   POSIX message queues (mq_open O_CREAT|O_EXCL 0666, mq_unlink)
  *                                       (find a System V segment by key (hex); make and
  *                                        remove a private one; make one that stays)
  *   prlimit PID | renice PID            (read another process's RLIMIT_NOFILE; set its
@@ -72,6 +73,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
+#include <mqueue.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/socket.h>
@@ -588,6 +590,15 @@ int main(int argc, char **argv)
 		return result(shmget((key_t)strtoul(a, NULL, 16), 0, 0));
 	} else if (!strcmp(cmd, "shm-create") && a) {
 		return result(shmget((key_t)strtoul(a, NULL, 16), 4096, IPC_CREAT | 0600));
+	} else if (!strcmp(cmd, "mq-create") && a) {
+		/* The queue exists once the kernel made it, even when the open
+		 * that follows is refused: the result alone does not say. */
+		mqd_t q = mq_open(a, O_CREAT | O_EXCL | O_RDWR, 0666, NULL);
+		if (q != (mqd_t)-1)
+			mq_close(q);
+		return result(q == (mqd_t)-1 ? -1 : 0);
+	} else if (!strcmp(cmd, "mq-unlink") && a) {
+		return result(mq_unlink(a));
 	} else if (!strcmp(cmd, "shm-private")) {
 		long id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
 		if (id >= 0)

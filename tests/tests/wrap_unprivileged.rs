@@ -1220,6 +1220,8 @@ fn the_users_other_processes_and_ipc_are_out_of_reach() {
         true,
         "host: prlimit of the victim",
     );
+    let queue = format!("/sandboy-mq-{}", std::process::id());
+    assert_probe(&outside(&["mq-create", &queue]), true, "host: make a queue");
     for tier in TIERS {
         if *tier == "namespaces" && !namespaces_work(&env) {
             continue;
@@ -1243,6 +1245,27 @@ fn the_users_other_processes_and_ipc_are_out_of_reach() {
         refused(&["prlimit", &pid], seen);
         refused(&["renice", &pid], seen);
         refused(&["shmget", &key], no_ipc);
+        // A message queue of the user's: landlock refuses every mq_* call
+        // (the queue a refused create made would stay behind otherwise);
+        // the namespaces tier sees its own IPC namespace.
+        let queue = format!("/sandboy-mq-{}", std::process::id());
+        if *tier == "landlock" {
+            // glibc reports the kernel's EPERM from mq_unlink as EACCES.
+            refused(&["mq-unlink", &queue], "EACCES");
+            refused(&["mq-create", "/sandboy-mq-squat"], "EPERM");
+        } else {
+            refused(&["mq-unlink", &queue], "ENOENT");
+        }
+        assert_probe(
+            &outside(&["mq-unlink", &queue]),
+            true,
+            &format!("{tier}: the user's queue is still there"),
+        );
+        assert_probe(
+            &outside(&["mq-create", &queue]),
+            true,
+            "host: remake the queue",
+        );
         assert_probe(
             &env.probe(tier, &pol, &["prlimit", "0"]),
             true,
@@ -1262,6 +1285,84 @@ fn the_users_other_processes_and_ipc_are_out_of_reach() {
     let _ = Command::new("ipcrm")
         .args(["-M", &format!("0x{key}")])
         .status();
+    let _ = outside(&["mq-unlink", &queue]);
+    // A squat the landlock tier refused must not have been made.
+    assert_probe(
+        &outside(&["mq-unlink", "/sandboy-mq-squat"]),
+        false,
+        "no queue left by a refused mq_open",
+    );
+    let _ = victim.kill();
+    let _ = victim.wait();
+}
+
+/// `--ro /` in the landlock tier (which shares the host's `/dev`): another
+/// terminal of the user stays out of reach, so a step cannot take the
+/// keystrokes typed there (a red team read a `sudo` password that way);
+/// everything else under `/` still reads, and a policy that names
+/// `/dev/pts` itself gets it.
+#[test]
+fn the_users_other_terminals_are_not_granted_by_a_wider_grant() {
+    use std::io::BufRead;
+    let t = "the_users_other_terminals_are_not_granted_by_a_wider_grant";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    if !need_tool(t, "python3") {
+        return;
+    }
+    // A terminal of the user's, held open by another of its processes.
+    let mut victim = env
+        .user
+        .cmd("python3")
+        .args([
+            "-c",
+            "import os,pty,time; m,s=pty.openpty(); print(os.ttyname(s), flush=True); time.sleep(60)",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut tty = String::new();
+    std::io::BufReader::new(victim.stdout.take().unwrap())
+        .read_line(&mut tty)
+        .unwrap();
+    let tty = tty.trim().to_string();
+    assert!(tty.starts_with("/dev/pts/"), "{tty}");
+    let bin = env.p("bin");
+    let run = |grants: &[&str], args: &[&str]| {
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args(["wrap", "--isolation", "landlock", "--exec", &bin])
+            .args(grants)
+            .arg("--")
+            .arg(&env.probe)
+            .args(args);
+        output_timeout(&mut c, std::time::Duration::from_secs(60))
+    };
+    let everything = ["--ro", "/"];
+    let refused = run(&everything, &["read", &tty]);
+    assert_probe(&refused, false, "--ro /: another terminal of the user");
+    assert!(
+        text(&refused.stdout).contains("EACCES"),
+        "{}",
+        text(&refused.stdout)
+    );
+    assert_probe(
+        &run(&everything, &["read", "/etc/hostname"]),
+        true,
+        "--ro /: /etc",
+    );
+    assert_probe(
+        &run(&everything, &["read", "/dev/null"]),
+        true,
+        "--ro /: /dev/null",
+    );
+    // Named by the policy itself: granted as written.
+    assert_probe(
+        &run(&["--ro", "/", "--rw", "/dev/pts"], &["write", &tty]),
+        true,
+        "--rw /dev/pts: the terminal, named",
+    );
+    assert!(victim.try_wait().unwrap().is_none(), "the victim died");
     let _ = victim.kill();
     let _ = victim.wait();
 }

@@ -273,6 +273,9 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
         return Ok(Ran::status(127));
     };
     super::loader::grant(&mut policy, Some(&program));
+    if req.tier == Tier::Landlock {
+        super::terminals::withhold(&mut policy);
+    }
 
     let spec = confinement_spec(&policy, req.tier)?;
     // Landlock and seccomp may only be installed under no_new_privs; the

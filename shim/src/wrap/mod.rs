@@ -26,6 +26,7 @@ mod namespaces;
 mod process;
 mod repository;
 mod stage;
+mod terminals;
 
 use std::path::PathBuf;
 
