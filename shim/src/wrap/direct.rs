@@ -332,26 +332,29 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     // The namespaces tier's commit refuses these; here they are put back.
     let repositories =
         (req.tier == Tier::Landlock).then(|| super::repository::Held::take(&policy.write, req.id));
-    // SAFETY: sandboy is single-threaded here (no runtime, no threads were
-    // started for wrap; the gateway's threads start after this fork); the
-    // child only runs setup code and execs or exits.
-    let child = match unsafe { fork() } {
-        Ok(ForkResult::Parent { child }) => child,
-        Ok(ForkResult::Child) => {
-            die_with_parent();
-            match req.tier {
-                Tier::Landlock => process::confine_and_exec(
-                    &exec,
-                    confinement,
-                    metadata.as_ref().map(MetadataGuard::to_parent),
-                ),
-                Tier::Namespaces => {
-                    drop(confinement);
+    let child = match req.tier {
+        Tier::Landlock => process::spawn_confined(
+            &exec,
+            confinement,
+            metadata.as_ref().map(MetadataGuard::to_parent),
+            die_with_parent,
+        )
+        .map_err(|e| Failure::runtime(format!("clone: {e}")))?,
+        Tier::Namespaces => {
+            drop(confinement);
+            // SAFETY: sandboy is single-threaded here (no runtime, no
+            // threads were started for wrap; the gateway's threads start
+            // after this fork); the child only runs setup code and execs
+            // or exits.
+            match unsafe { fork() } {
+                Ok(ForkResult::Parent { child }) => child,
+                Ok(ForkResult::Child) => {
+                    die_with_parent();
                     namespaced(&policy, &spec, &exec, req.id, req.dry_run, plan)
                 }
+                Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
             }
         }
-        Err(e) => return Err(Failure::runtime(format!("fork: {e}"))),
     };
     if let Some(m) = metadata {
         m.serve_from_parent();

@@ -243,6 +243,51 @@ pub struct Exec {
     pub rlimits: Rlimits,
 }
 
+/// Start the landlock tier's command: a child that runs
+/// [`confine_and_exec`] in this process's memory while this thread waits
+/// for its `execve` (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does),
+/// instead of a fork that copies the runtime's page tables only for the
+/// child to throw them away at its exec (measured in docs/performance.md).
+/// Its pid; `before_exec` runs first in the child.
+///
+/// The child owns `confinement` from here (it is moved out of the shared
+/// memory, so nothing of it is freed twice), and it never returns: it
+/// execs or `_exit`s. What it allocates stays allocated in this process.
+pub fn spawn_confined(
+    exec: &Exec,
+    confinement: Confinement,
+    listener_to: Option<std::os::fd::RawFd>,
+    before_exec: fn(),
+) -> nix::Result<Pid> {
+    let mut confinement = Some(confinement);
+    let mut stack = vec![0u8; 1 << 20];
+    let child = Box::new(|| -> isize {
+        before_exec();
+        match confinement.take() {
+            Some(c) => confine_and_exec(exec, c, listener_to),
+            // SAFETY: ending the child without unwinding; never reached
+            // (the closure runs once).
+            None => unsafe { libc::_exit(1) },
+        }
+    });
+    // SAFETY: this process is single-threaded here (the watchdog starts its
+    // threads after the command exists) and CLONE_VFORK suspends it until
+    // the child has exec'd or exited, so the two never run on the shared
+    // memory at once and no lock can be held by anyone else; the child
+    // runs on its own stack, never returns into this frame, and its
+    // process-wide state (credentials, Landlock domain, seccomp filter,
+    // rlimits, fd table, signal handlers, cwd) is its own, since neither
+    // CLONE_THREAD, CLONE_FILES, CLONE_FS nor CLONE_SIGHAND is given.
+    unsafe {
+        nix::sched::clone(
+            child,
+            &mut stack,
+            nix::sched::CloneFlags::CLONE_VM | nix::sched::CloneFlags::CLONE_VFORK,
+            Some(libc::SIGCHLD),
+        )
+    }
+}
+
 /// In the forked child: confine and execve. Never returns; the exit status
 /// on failure is 126 (refused), 127 (not found) or 1 (confinement failed).
 /// The filter's user-notification listener, when it has one, goes to the
