@@ -333,18 +333,62 @@ pub fn tmpfs_caps(policy: &Policy) -> [String; 2] {
     ]
 }
 
+/// Each restriction of a bind's top mount, its recursive form
+/// (`mount_setattr(2)` with `AT_RECURSIVE`, runc's names, which
+/// libcontainer 0.7 accepts) and the recursive form that would undo it.
+/// libcontainer applies `ro`, `nosuid`, `nodev` and `noexec` to the top
+/// mount of an `rbind` only: a host mount nested below the source (a cache
+/// volume, a tmpfs in the checkout) kept them off inside, and since
+/// Landlock does not govern chmod, utimes or xattrs, a red team's step
+/// chmodded host root's files through a "read-only" bind.
+const RECURSIVE: [(&str, &str, &str); 4] = [
+    ("ro", "rro", "rrw"),
+    ("nosuid", "rnosuid", "rsuid"),
+    ("nodev", "rnodev", "rdev"),
+    ("noexec", "rnoexec", "rexec"),
+];
+
+/// Bind `options` whose restrictions hold for every mount below the bind
+/// too: each of `ro`, `nosuid`, `nodev`, `noexec` present gets its
+/// recursive form, and a recursive form undoing it is dropped. True if
+/// `options` changed. Used for every bind spec-gen renders, and by the
+/// runtime on a policy container's hand-written binds.
+pub fn recursive_restrictions(options: &mut Vec<String>) -> bool {
+    let before = options.clone();
+    for (top, rec, undo) in RECURSIVE {
+        if options.iter().any(|o| o == top) {
+            options.retain(|o| o != undo);
+            if !options.iter().any(|o| o == rec) {
+                options.push(rec.to_string());
+            }
+        }
+    }
+    *options != before
+}
+
+/// A bind of `source` at `dest` with `opts`, its restrictions recursive
+/// ([`recursive_restrictions`]).
+pub fn bind_mount(dest: &Path, source: PathBuf, opts: &[&str]) -> Mount {
+    let mut options: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
+    recursive_restrictions(&mut options);
+    let mut m = Mount::default();
+    m.set_destination(dest.to_path_buf())
+        .set_typ(Some("bind".to_string()))
+        .set_source(Some(source))
+        .set_options(Some(options));
+    m
+}
+
 /// The mounts of one `[[mount]]`. A bind asked `rw` stays writable only
 /// where `[fs] write` says so: a destination outside every write path is
 /// bound read-only (Landlock does not govern chmod, utimes or xattrs, so a
 /// writable mount would let them through), and each write path inside it
 /// gets a writable bind of the matching host subdirectory. Writable binds
-/// are `nosuid,nodev` and `noexec` unless executable.
+/// are `nosuid,nodev` and `noexec` unless executable. Every restriction
+/// holds for the host mounts below the source too ([`RECURSIVE`]).
 pub(crate) fn policy_binds(policy: &Policy, b: &BindMount) -> Vec<Mount> {
-    let bind = |dest: &str, source: PathBuf, opts: Vec<&str>| {
-        let mut m = mount(dest, "bind", "", &opts);
-        m.set_source(Some(source));
-        m
-    };
+    let bind =
+        |dest: &str, source: PathBuf, opts: Vec<&str>| bind_mount(Path::new(dest), source, &opts);
     let base: Vec<&str> = b
         .options
         .iter()

@@ -93,17 +93,18 @@ pub fn apply(spec: &mut Spec, uid: u32, gid: u32, keep_netns: bool) -> Result<()
 
 /// A sysfs mount as a user namespace without its own network namespace
 /// can have it: a read-only bind of the host's /sys (mounting a fresh one
-/// needs the network namespace's owner). Other mounts are returned as they
+/// needs the network namespace's owner), the host's mounts below it
+/// (cgroup, debugfs, …) read-only too. Other mounts are returned as they
 /// are.
 pub fn sysfs_bind(mut m: Mount) -> Mount {
     if m.typ().as_deref() == Some("sysfs") {
+        let mut options = ["rbind", "nosuid", "noexec", "nodev", "ro"]
+            .map(String::from)
+            .to_vec();
+        crate::render::recursive_restrictions(&mut options);
         m.set_typ(Some("none".to_string()));
         m.set_source(Some(PathBuf::from("/sys")));
-        m.set_options(Some(
-            ["rbind", "nosuid", "noexec", "nodev", "ro"]
-                .map(String::from)
-                .to_vec(),
-        ));
+        m.set_options(Some(options));
     }
     m
 }

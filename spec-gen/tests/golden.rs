@@ -210,6 +210,27 @@ fn generated_configs_are_sound() {
         for m in mounts.iter().filter(|m| m.typ().as_deref() == Some("bind")) {
             assert!(m.source().as_ref().unwrap().is_absolute(), "{what}");
         }
+        // A bind's restrictions hold for the host mounts below its source
+        // too (libcontainer applies the plain flags to the top mount only).
+        for m in mounts.iter() {
+            let opts = m.options().clone().unwrap_or_default();
+            if !opts.iter().any(|o| o == "rbind") {
+                continue;
+            }
+            for (top, rec) in [
+                ("ro", "rro"),
+                ("nosuid", "rnosuid"),
+                ("nodev", "rnodev"),
+                ("noexec", "rnoexec"),
+            ] {
+                assert_eq!(
+                    opts.iter().any(|o| o == top),
+                    opts.iter().any(|o| o == rec),
+                    "{what}: {} has {opts:?}",
+                    m.destination().display()
+                );
+            }
+        }
     }
 }
 

@@ -144,6 +144,64 @@ args = ["/bin/true"]
     assert_eq!(tmpfs, ["/a", "/sysx", "/rw/y"]);
 }
 
+/// Every bind spec-gen renders is restricted all the way down: the
+/// read-only top of a `rw` mount outside the write paths gets `rro`, its
+/// writable subpath `rnosuid,rnodev,rnoexec`, a `ro` mount `rro` (host
+/// mounts nested below a source would otherwise keep rw, suid, dev, exec).
+#[test]
+fn rendered_binds_are_restricted_below_their_source_too() {
+    let src = std::env::temp_dir().join(format!("sandboy-rec-{}", std::process::id()));
+    std::fs::create_dir_all(src.join("out")).unwrap();
+    let p = parse(&format!(
+        r#"version = 1
+[fs]
+read = ["/work", "/ref"]
+write = ["/work/out"]
+[[mount]]
+source = "{src}"
+destination = "/work"
+options = ["rbind", "rw"]
+[[mount]]
+source = "{src}"
+destination = "/ref"
+[process]
+args = ["/bin/true"]
+"#,
+        src = src.display()
+    ));
+    let spec = render::render(&p, &RenderOptions::default()).unwrap();
+    let _ = std::fs::remove_dir_all(&src);
+    let opts = |dest: &str| {
+        spec.mounts()
+            .iter()
+            .flatten()
+            .find(|m| m.destination() == Path::new(dest))
+            .and_then(|m| m.options().clone())
+            .unwrap()
+    };
+    assert_eq!(opts("/work"), ["rbind", "ro", "rro"]);
+    assert_eq!(
+        opts("/work/out"),
+        ["rbind", "rw", "nosuid", "nodev", "noexec", "rnosuid", "rnodev", "rnoexec"]
+    );
+    assert_eq!(opts("/ref"), ["rbind", "ro", "rro"]);
+}
+
+/// The recursive form undoing a restriction goes (`ro` with `rrw` would
+/// leave the nested mounts writable); what is restricted already is kept.
+#[test]
+fn recursive_restrictions_add_the_recursive_forms_and_drop_their_undoing() {
+    let mut o: Vec<String> = ["rbind", "ro", "rrw", "noexec", "rexec", "rsuid"]
+        .map(String::from)
+        .to_vec();
+    assert!(render::recursive_restrictions(&mut o));
+    assert_eq!(o, ["rbind", "ro", "noexec", "rsuid", "rro", "rnoexec"]);
+    assert!(!render::recursive_restrictions(&mut o));
+    let mut rw: Vec<String> = ["rbind", "rw"].map(String::from).to_vec();
+    assert!(!render::recursive_restrictions(&mut rw));
+    assert_eq!(rw, ["rbind", "rw"]);
+}
+
 /// A syscall allowed back from the built-in list is said once, and the
 /// allowed-back line names it (and only what was removed).
 #[test]

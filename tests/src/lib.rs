@@ -174,6 +174,35 @@ impl Drop for TempDir {
     }
 }
 
+/// A small tmpfs mounted at `path` (made if missing) for one test: a host
+/// mount nested in a bind's source. Lazily unmounted when dropped, whatever
+/// happened; declare it after the [`TempDir`] holding `path`, so it goes
+/// first (that directory's removal would stop at a mount point below it).
+pub struct TmpfsMount(PathBuf);
+
+impl TmpfsMount {
+    pub fn new(path: &Path) -> Self {
+        fs::create_dir_all(path).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "sandboy-test"])
+            .arg(path)
+            .status()
+            .expect("run mount");
+        assert!(st.success(), "mount -t tmpfs at {} failed", path.display());
+        TmpfsMount(path.to_path_buf())
+    }
+}
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// A busybox bundle built by `bundles/busybox.sh`.
 pub struct Bundle {
     pub dir: TempDir,

@@ -109,13 +109,16 @@ impl Sandbox {
     /// (issue 14); the Landlock tests need a place that mount and DAC leave
     /// writable but no allowlist covers, so a policy bind at `/outside` is
     /// switched back to `rw` in config.json (a hand-written config, as an
-    /// engine could pass). [`Sandbox::generated`] keeps spec-gen's config.
+    /// engine could pass): `ro` becomes `rw`, and its recursive form `rro`
+    /// goes. [`Sandbox::generated`] keeps spec-gen's config.
     fn new(policy: &str) -> Self {
         let s = Self::generated(policy);
         s.bundle.edit(|c| {
             for m in c["mounts"].as_array_mut().unwrap() {
                 if m["destination"] == "/outside" {
-                    for o in m["options"].as_array_mut().unwrap() {
+                    let opts = m["options"].as_array_mut().unwrap();
+                    opts.retain(|o| o != "rro");
+                    for o in opts {
                         if o == "ro" {
                             *o = "rw".into();
                         }
@@ -1826,6 +1829,115 @@ fn a_subpath_bind_never_follows_a_link_planted_in_its_checkout() {
         fs::read_to_string(s.outside().join("target")).unwrap(),
         "target-content\n"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Host mounts nested below a bind's source (red team)
+
+/// The same bundle as a hand-written config.json would have it: the
+/// recursive mount options spec-gen adds (`rro`, `rnosuid`, …) taken out,
+/// so only the runtime's own restriction of a policy container's binds
+/// stands between the step and the nested mount.
+fn without_recursive_options(s: &Sandbox) {
+    s.bundle.edit(|c| {
+        for m in c["mounts"].as_array_mut().unwrap() {
+            if let Some(opts) = m["options"].as_array_mut() {
+                opts.retain(|o| {
+                    !matches!(o.as_str(), Some("rro" | "rnosuid" | "rnodev" | "rnoexec"))
+                });
+            }
+        }
+    });
+}
+
+/// A host mount nested in a read-only bind's source (a cache volume, a
+/// tmpfs in the checkout) was writable inside: libcontainer makes only a
+/// bind's top mount read-only, Landlock does not govern chmod or utimes,
+/// and with the writable /work/out there is no user namespace, so the
+/// step chmodded and touched host root's file. Refused (EROFS) as spec-gen
+/// renders the bind and as a hand-written config.json has it; reading the
+/// nested file and writing /work/out are the allowed counterparts.
+#[test]
+fn a_read_only_bind_is_read_only_in_host_mounts_nested_below_it() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let t = "a_read_only_bind_is_read_only_in_host_mounts_nested_below_it";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(&subpath_policy());
+    fs::create_dir_all(s.work().join("out")).unwrap();
+    fs::write(s.work().join("out/f"), "out\n").unwrap();
+    // Generated again now that work/out exists: spec-gen binds it writable.
+    s.bundle.generate(&s.host.path().join("owen.policy.toml"));
+    let _cache = TmpfsMount::new(&s.work().join("cache"));
+    let secret = s.work().join("cache/secret");
+    fs::write(&secret, "host root only\n").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    let before = fs::metadata(&secret).unwrap();
+    for hand_written in [false, true] {
+        if hand_written {
+            without_recursive_options(&s);
+        }
+        let o = s.sh(
+            "/bin/probe chmod /work/cache/secret 0666; /bin/probe utime /work/cache/secret; \
+             /bin/probe read /work/cache/secret; /bin/probe write /work/out/f; \
+             /bin/probe chmod /work/out/f 0600",
+        );
+        assert_eq!(
+            text(&o.stdout).lines().collect::<Vec<_>>(),
+            ["errno=EROFS", "errno=EROFS", "ok", "ok", "ok"],
+            "hand-written: {hand_written}; {}",
+            text(&o.stderr)
+        );
+        let after = fs::metadata(&secret).unwrap();
+        assert_eq!(after.mode(), before.mode(), "hand-written: {hand_written}");
+        assert_eq!(
+            after.mtime(),
+            before.mtime(),
+            "hand-written: {hand_written}"
+        );
+        let out = s.work().join("out/f");
+        assert_eq!(fs::metadata(&out).unwrap().mode() & 0o777, 0o600);
+        fs::set_permissions(&out, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+}
+
+/// Below a writable bind a nested host mount kept exec (and suid, dev):
+/// code a step put there could be mapped executable although the write
+/// path is `noexec`. Refused as generated and hand-written; a policy that
+/// lists the write path in `exec` runs the same file (the counterpart).
+#[test]
+fn a_host_mount_nested_below_a_noexec_write_path_is_noexec() {
+    let t = "a_host_mount_nested_below_a_noexec_write_path_is_noexec";
+    if !ready(t) {
+        return;
+    }
+    let nested_probe = |s: &Sandbox| {
+        let probe = probe_bin().expect("probe checked by ready()");
+        fs::copy(probe, s.work().join("nested/p")).unwrap();
+    };
+    let s = Sandbox::generated(FS_POLICY);
+    let _nested = TmpfsMount::new(&s.work().join("nested"));
+    nested_probe(&s);
+    for hand_written in [false, true] {
+        if hand_written {
+            without_recursive_options(&s);
+        }
+        let o = s.sh("/bin/probe mmap-exec /work/nested/p; /bin/probe mmap-exec /bin/probe");
+        assert_eq!(
+            text(&o.stdout).lines().collect::<Vec<_>>(),
+            ["errno=EPERM", "ok"],
+            "hand-written: {hand_written}; {}",
+            text(&o.stderr)
+        );
+    }
+    let runs =
+        Sandbox::generated(&FS_POLICY.replace(r#"exec = ["/bin"]"#, r#"exec = ["/bin", "/work"]"#));
+    let _nested = TmpfsMount::new(&runs.work().join("nested"));
+    nested_probe(&runs);
+    let o = runs.sh("/bin/probe mmap-exec /work/nested/p; /work/nested/p hello");
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout).lines().collect::<Vec<_>>(), ["ok", "hello"]);
 }
 
 // ---------------------------------------------------------------------------

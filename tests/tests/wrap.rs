@@ -302,6 +302,54 @@ fn wrap_as_root_hides_host_daemon_sockets_under_run() {
     assert_eq!(text(&o.stdout), "ok\n", "{}", text(&o.stderr));
 }
 
+/// A checkout under /tmp (the harness's temp dir) is bound read-only over
+/// wrap's private /tmp; a host mount nested in it (a cache volume) stayed
+/// writable, and the step chmodded the files there. Refused (EROFS) like
+/// the checkout's own files; reading the nested file and a chmod in the
+/// write path are the allowed counterparts, and the host keeps its modes.
+#[test]
+fn wrap_as_root_keeps_host_mounts_nested_in_a_read_only_checkout_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = "wrap_as_root_keeps_host_mounts_nested_in_a_read_only_checkout_read_only";
+    if !need_root(t) {
+        return;
+    }
+    let dir = TempDir::new("wrapnest");
+    let p = policy(dir.path(), "");
+    let co = dir.path().join("co");
+    let listed = fs::read_to_string(&p)
+        .unwrap()
+        .replace("read = [", &format!("read = [\"{}\", ", co.display()));
+    fs::write(&p, listed).unwrap();
+    fs::create_dir_all(co.join("plain")).unwrap();
+    let _nested = TmpfsMount::new(&co.join("nested"));
+    let out = dir.path().join("out/f");
+    for f in [co.join("plain/key"), co.join("nested/key"), out.clone()] {
+        fs::write(&f, "key\n").unwrap();
+        give_to_nobody(&f);
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let script = format!(
+        "chmod 644 {co}/nested/key 2>/dev/null; echo nested=$?; \
+         chmod 644 {co}/plain/key 2>/dev/null; echo plain=$?; \
+         cat {co}/nested/key; chmod 644 {out}; echo out=$?",
+        co = co.display(),
+        out = out.display()
+    );
+    let rt = Runtime::sandboy();
+    let o = wrap_sh(&rt, &p, None, &script);
+    assert_eq!(
+        text(&o.stdout),
+        "nested=1\nplain=1\nkey\nout=0\n",
+        "{}",
+        text(&o.stderr)
+    );
+    let mode = |f: &std::path::Path| fs::metadata(f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&co.join("nested/key")), 0o600);
+    assert_eq!(mode(&co.join("plain/key")), 0o600);
+    assert_eq!(mode(&out), 0o644);
+}
+
 /// Issue 14 in wrap (root): setuid modes are refused while chmod 0755
 /// works, and code placed in the write path does not run.
 #[test]

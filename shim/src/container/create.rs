@@ -263,7 +263,9 @@ impl Runtime {
         let rootfs = fs::canonicalize(bundle.rootfs())?;
         let rewritten =
             super::compat::rewrite(id, &mut spec, &rootfs, &bundle.dir.join("config.json"))?
-                | super::mounts::pin_hidden_ancestors(&mut spec);
+                | super::mounts::pin_hidden_ancestors(&mut spec)
+                | (policy_confined(&bundle.spec, node_policy)
+                    && super::mounts::restrict_recursively(&mut spec));
         let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();
         let dir = self.root.join(SHADOW_DIR).join(id);
         let egress = super::egress::wants(&bundle.spec);
@@ -486,6 +488,22 @@ fn confined(bundle: &Bundle) -> bool {
             .linux()
             .as_ref()
             .is_some_and(|l| l.seccomp().is_some())
+}
+
+/// Whether a policy confines the container: sandboy's Landlock annotation
+/// (spec-gen's, a node policy's or a hand-written one) or a node policy.
+/// Its binds are then restricted all the way down
+/// (`mounts::restrict_recursively`); a plain OCI container's keep runc's
+/// top-only meaning.
+fn policy_confined(
+    spec: &oci_spec::runtime::Spec,
+    node_policy: Option<&crate::node::Applied>,
+) -> bool {
+    node_policy.is_some()
+        || spec
+            .annotations()
+            .as_ref()
+            .is_some_and(|a| a.contains_key(sandboy_spec_gen::annotations::LANDLOCK))
 }
 
 /// Paths no policy change may expose: the spec's masked paths (`[fs] hide`),

@@ -8,6 +8,10 @@
 //! resolver) and resolved against the rootfs root, so an absolute or `..`
 //! target can never leave the rootfs. What remains after the first missing
 //! component is taken literally (libcontainer creates it).
+//!
+//! A policy container's binds are also restricted below their source
+//! ([`restrict_recursively`]): libcontainer applies `ro` and friends to a
+//! bind's top mount only.
 
 use std::ffi::OsString;
 use std::fs;
@@ -194,6 +198,35 @@ pub fn check_nested_sources(mounts: &[Mount], at: &str) -> Result<()> {
     Ok(())
 }
 
+/// A policy container's binds restricted all the way down: `ro`,
+/// `nosuid`, `nodev` and `noexec` also as `rro`, `rnosuid`, `rnodev`,
+/// `rnoexec` ([`recursive_restrictions`]), as spec-gen renders them, so a
+/// hand-written config.json or an engine's spec under a node policy gets
+/// the same guarantee. libcontainer applies the plain flags to a bind's
+/// top mount only: a host mount nested below a read-only bind's source
+/// stayed writable, and container root (host root without a user
+/// namespace) chmodded host files there, which Landlock does not govern.
+/// True if any bind changed.
+///
+/// [`recursive_restrictions`]: sandboy_spec_gen::render::recursive_restrictions
+pub fn restrict_recursively(spec: &mut oci_spec::runtime::Spec) -> bool {
+    let Some(mut mounts) = spec.mounts().clone() else {
+        return false;
+    };
+    let mut changed = false;
+    for m in mounts.iter_mut().filter(|m| is_bind(m)) {
+        let mut options = m.options().clone().unwrap_or_default();
+        if sandboy_spec_gen::render::recursive_restrictions(&mut options) {
+            m.set_options(Some(options));
+            changed = true;
+        }
+    }
+    if changed {
+        spec.set_mounts(Some(mounts));
+    }
+    changed
+}
+
 /// Pins the directories between a writable bind and a path it hides
 /// (`linux.maskedPaths` below it): each becomes a bind of itself, a mount
 /// point, which `rename(2)` and `rmdir(2)` refuse (EBUSY). A hidden file's
@@ -317,6 +350,48 @@ mod tests {
         assert_eq!(resolve(&r, Path::new("/work")).unwrap(), Path::new("/work"));
         assert!(resolve(&r, Path::new("/loop1")).is_err());
         let _ = fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_policy_containers_binds_are_restricted_all_the_way_down() {
+        let m = |typ: &str, opts: &[&str]| {
+            let mut m = Mount::default();
+            m.set_destination("/x".into())
+                .set_typ(Some(typ.into()))
+                .set_source(Some("/src".into()))
+                .set_options(Some(opts.iter().map(|o| o.to_string()).collect()));
+            m
+        };
+        let mut spec = oci_spec::runtime::Spec::default();
+        spec.set_mounts(Some(vec![
+            m("bind", &["rbind", "ro"]),
+            // A recursive form undoing the restriction goes.
+            m("none", &["rbind", "ro", "rrw", "nosuid", "nodev", "noexec"]),
+            m("bind", &["rbind", "rw"]),
+            // Not a bind: a fresh tmpfs has nothing nested below it.
+            m("tmpfs", &["nosuid", "ro"]),
+        ]));
+        assert!(restrict_recursively(&mut spec));
+        let opts: Vec<Vec<String>> = spec
+            .mounts()
+            .iter()
+            .flatten()
+            .map(|m| m.options().clone().unwrap())
+            .collect();
+        assert_eq!(
+            opts,
+            [
+                vec!["rbind", "ro", "rro"],
+                vec![
+                    "rbind", "ro", "nosuid", "nodev", "noexec", "rro", "rnosuid", "rnodev",
+                    "rnoexec"
+                ],
+                vec!["rbind", "rw"],
+                vec!["nosuid", "ro"],
+            ]
+        );
+        // Already recursive: nothing to change.
+        assert!(!restrict_recursively(&mut spec));
     }
 
     #[test]

@@ -183,16 +183,13 @@ fn private_daemon_dirs(spec: &mut oci_spec::runtime::Spec, policy: &Policy, cwd:
     });
     // They go right after them, parents first (component order), before
     // every policy bind: a write path below one must stay on top, writable.
+    // Read-only all the way down: a host mount nested in the checkout stays
+    // writable below a top-only `ro` (a red team's step chmodded its files).
     hidden.sort();
     hidden.dedup();
-    let ro_binds = hidden.into_iter().map(|p| {
-        let mut m = oci_spec::runtime::Mount::default();
-        m.set_destination(p.clone())
-            .set_typ(Some("bind".into()))
-            .set_source(Some(p))
-            .set_options(Some(["rbind", "ro"].map(String::from).to_vec()));
-        m
-    });
+    let ro_binds = hidden
+        .into_iter()
+        .map(|p| render::bind_mount(&p, p.clone(), &["rbind", "ro"]));
     mounts.splice(at..at, tmpfs.chain(ro_binds));
     spec.set_mounts(Some(mounts));
 }
