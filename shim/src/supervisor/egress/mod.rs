@@ -244,13 +244,6 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The client, found by its socket in the network namespace of `init`
-    /// (by the side that can look processes up: the supervisor, or
-    /// unprivileged wrap's watchdog).
-    pub fn client(&self, init: i32) -> Client {
-        self.peer.and_then(|p| client::find(init, p))
-    }
-
     /// The refusal settled: a warn event and the report's entry, with the
     /// client `who` when found.
     pub fn settle(&self, id: &str, who: Client) -> Denial {
