@@ -3,7 +3,11 @@
 
   sni HOST PORT SERVERNAME   CONNECT HOST:PORT through the proxy, then TLS
                              with SERVERNAME: "connect <status> tls ok|failed"
+  connect HOST PORT          CONNECT HOST:PORT through the proxy, then GET
+                             /index.html: "<status> <first body line>"
   dns NAME TYPE              one query to the stub over TCP: "rcode=N answers=M"
+  labels TYPE LABEL...       the same, with each LABEL as one wire label (any
+                             bytes, a '.' or '\\' too)
   banner HOST PORT           a direct TCP connect (name resolved by the libc):
                              "banner <first line> <echo line>"
   socket FAMILY TYPE PROTO   "ok" or "errno=NAME"
@@ -33,10 +37,29 @@ def sni(host, port, name):
         print(f"connect {status} tls failed")
 
 
+def connect(host, port):
+    proxy = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+    s = socket.create_connection(("127.0.0.1", proxy), timeout=10)
+    s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\n\r\n".encode())
+    status = s.recv(4096).split(b"\r\n")[0].decode().split(" ")[1]
+    body = b""
+    if status == "200":
+        s.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
+        while chunk := s.recv(4096):
+            body += chunk
+        body = body.split(b"\r\n\r\n", 1)[-1]
+    print(f"{status} {body.decode().strip()}".strip())
+
+
 def dns(name, qtype):
+    labels(qtype, *name.split("."))
+
+
+def labels(qtype, *names):
     q = struct.pack(">HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0)
-    for label in name.split("."):
-        q += bytes([len(label)]) + label.encode()
+    for label in names:
+        label = label.encode()
+        q += bytes([len(label)]) + label
     q += b"\0" + struct.pack(">HH", int(qtype), 1)
     s = socket.create_connection(("127.0.0.53", 53), timeout=10)
     s.sendall(struct.pack(">H", len(q)) + q)
@@ -65,4 +88,6 @@ def sock(family, typ, proto):
 
 
 cmd, args = sys.argv[1], sys.argv[2:]
-{"sni": sni, "dns": dns, "banner": banner, "socket": sock}[cmd](*args)
+commands = {"sni": sni, "connect": connect, "dns": dns, "labels": labels}
+commands.update({"banner": banner, "socket": sock})
+commands[cmd](*args)

@@ -1035,3 +1035,160 @@ fn a_node_policy_owns_egress() {
     let out = text(&o.stdout);
     assert!(out.ends_with("done\n") && !out.contains("200"), "{out}");
 }
+
+/// `script` under root `wrap` with the test policy (host tools: python3
+/// and tests/egress/probe.py as `$P`); its stdout (exit 0 asserted) and
+/// the report's entries.
+fn wrap_probes(w: &World, name: &str, script: &str) -> (String, Vec<(String, Option<String>)>) {
+    let rt = Runtime::sandboy();
+    let probe = repo().join("tests/egress/probe.py");
+    let policy = w.dir.path().join(format!("{name}.toml"));
+    fs::write(
+        &policy,
+        format!(
+            r#"version = 1
+name = "{name}"
+[fs]
+read = ["/usr", "/lib", "/lib64", "/etc", "/bin", "{probes}"]
+exec = ["/usr", "/bin", "/lib", "/lib64"]
+write = ["/dev/null"]
+{net}
+[process]
+args = ["true"]
+env = ["PATH=/usr/local/bin:/usr/bin:/bin", "P=/usr/bin/python3 {probe}"]
+"#,
+            probes = probe.parent().unwrap().display(),
+            probe = probe.display(),
+            net = w.net()
+        ),
+    )
+    .unwrap();
+    let report_file = w.dir.path().join(format!("{name}.jsonl"));
+    let id = unique_id(name);
+    let out = run(&mut w.sandboy(
+        &rt,
+        &[
+            "wrap",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--id",
+            &id,
+            "--report",
+            report_file.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    ));
+    let stdout = text(&out.stdout);
+    eprintln!("{stdout}\n{}", text(&out.stderr));
+    assert_exit(&out, 0);
+    assert!(pids_mentioning(&id).is_empty(), "processes left for {id}");
+    (stdout, report(&report_file))
+}
+
+/// `deny` is not passed by a name a resolver decodes into the denied one
+/// (red team: glibc reads `\115ecret` as `secret` and `\s` as `s`). The
+/// test's hosts file stands in for that resolver: it gives the escaped
+/// spellings of the denied `no.wild.egress.test` its address, so a gateway
+/// that matched them as text (the wildcard `*.wild.egress.test` allows one
+/// label, and `\110o` is one) reached the denied upstream. Through the
+/// proxy and through the DNS stub (a label with a backslash, or a '.',
+/// inside it), they are refused and reported with nothing to allow, while
+/// the allowed `a.wild.egress.test` next to them is reached.
+#[test]
+fn escaped_names_do_not_pass_deny() {
+    let Some(w) = World::start("escaped_names_do_not_pass_deny") else {
+        return;
+    };
+    let hosts = w.dir.path().join("hosts");
+    let mut h = fs::read_to_string(&hosts).unwrap();
+    h.push_str("127.77.0.1 \\110o.wild.egress.test \\no.wild.egress.test\n");
+    fs::write(&hosts, h).unwrap();
+    let p = w.http;
+    let script = format!(
+        r#"
+echo allowed $($P connect a.wild.egress.test {p})
+echo denied $($P connect no.wild.egress.test {p})
+echo decimal $($P connect '\110o.wild.egress.test' {p})
+echo char $($P connect '\no.wild.egress.test' {p})
+echo dns-allowed $($P labels 1 a wild egress test)
+echo dns-decimal $($P labels 1 '\110o' wild egress test)
+echo dns-char $($P labels 1 '\no' wild egress test)
+echo dns-dot $($P labels 1 a.wild egress test)
+"#
+    );
+    let (stdout, got) = wrap_probes(&w, "egress-escaped", &script);
+    has_all(
+        &stdout,
+        &[
+            "allowed 200 hello from upstream",
+            "denied 403",
+            "decimal 403",
+            "char 403",
+            "dns-allowed rcode=0 answers=1",
+            "dns-decimal rcode=3 answers=0",
+            "dns-char rcode=3 answers=0",
+            "dns-dot rcode=3 answers=0",
+        ],
+    );
+    // Nothing may permit them (a '\' or '.' inside a label is shown
+    // escaped, as DNS writes it).
+    for t in [
+        format!("no.wild.egress.test:{p}"),
+        format!("\\110o.wild.egress.test:{p}"),
+        format!("\\no.wild.egress.test:{p}"),
+        "\\\\110o.wild.egress.test".into(),
+        "\\\\no.wild.egress.test".into(),
+        "a\\.wild.egress.test".into(),
+    ] {
+        assert_eq!(entry(&got, &t), None, "{t}");
+    }
+}
+
+/// A name the step chose never writes the report's `allow` line (red
+/// team: a DNS label `pkg:443", "*.attacker.test:443", "*` made it suggest
+/// `*.attacker.test`, one with newlines a `[fs] write = ["/"]` table). A
+/// crafted name gets none; an unlisted host name gets a rule the runtime
+/// parsed, for the policy's allowed ports (a query names no port).
+#[test]
+fn a_crafted_name_writes_no_allow_line() {
+    let Some(w) = World::start("a_crafted_name_writes_no_allow_line") else {
+        return;
+    };
+    let script = r#"
+echo unlisted $($P labels 1 unlisted egress test)
+echo quoted $($P labels 1 'pkg:443", "*.attacker.test:443", "*' attacker test)
+echo lines $($P labels 1 "$(printf 'x\n[fs]\nwrite = ["/"]\n#')" test)
+"#;
+    let (stdout, got) = wrap_probes(&w, "egress-crafted", script);
+    has_all(
+        &stdout,
+        &[
+            "unlisted rcode=3 answers=0",
+            "quoted rcode=3 answers=0",
+            "lines rcode=3 answers=0",
+        ],
+    );
+    let mut ports = vec![w.http, w.https, w.tcp];
+    ports.sort_unstable();
+    ports.dedup();
+    let rules: Vec<String> = ports
+        .iter()
+        .map(|p| format!("\"unlisted.egress.test:{p}\""))
+        .collect();
+    assert_eq!(
+        entry(&got, "unlisted.egress.test").as_deref(),
+        Some(format!("[net] allow = [{}]", rules.join(", ")).as_str())
+    );
+    let crafted: Vec<_> = got
+        .iter()
+        .filter(|(t, _)| t.contains("attacker") || t.contains("[fs]"))
+        .collect();
+    assert_eq!(crafted.len(), 2, "{got:?}");
+    for (t, allow) in crafted {
+        assert_eq!(allow, &None, "{t}");
+        assert!(!t.contains('\n') && !t.contains(' '), "{t:?}");
+    }
+}

@@ -228,6 +228,14 @@ fn supervise(
                 Err(_) => return 1,
             }
         };
+        // The deadline first, measured now (not before the wait): reading
+        // the reports costs time the container can make long (a flood of
+        // refusals, each with a client lookup, fired the kill 5.6 s late).
+        if !exited && due(duties.timeout, started) {
+            if let (Some(kill), Some(span)) = (kill_all.take(), duties.timeout) {
+                code = on_timeout(target, span, kill, pidfd);
+            }
+        }
         if let Some(c) = report.as_mut() {
             if let Some(s) = socket {
                 if read_ready(s, c, &mut buf) > 0 {
@@ -263,12 +271,12 @@ fn supervise(
             }
             return code;
         }
-        if deadline.is_some_and(|d| d.is_zero()) {
-            if let (Some(kill), Some(span)) = (kill_all.take(), duties.timeout) {
-                code = on_timeout(target, span, kill, pidfd);
-            }
-        }
     }
+}
+
+/// Whether the container's `timeout` has passed since `started`.
+fn due(timeout: Option<Duration>, started: Instant) -> bool {
+    timeout.is_some_and(|t| started.elapsed() >= t)
 }
 
 /// Poll the init's pidfd, the audit socket and the gateway's channel;

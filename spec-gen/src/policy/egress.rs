@@ -44,7 +44,8 @@ impl Egress {
     /// Whether `host:port` may be reached: no `deny` rule covers it and an
     /// `allow` rule does.
     pub fn permits(&self, host: &str, port: u16) -> bool {
-        !self.deny.iter().any(|r| r.matches(host, port))
+        valid_host(host)
+            && !self.deny.iter().any(|r| r.matches(host, port))
             && self.allow.iter().any(|r| r.matches(host, port))
     }
 
@@ -249,8 +250,12 @@ impl HostRule {
     /// Whether a connection to `host:port` is covered. Host names compare
     /// case-insensitively, a trailing dot ignored; `*.x.y` covers `a.x.y`
     /// but neither `x.y` nor `a.b.x.y`.
+    ///
+    /// A host that is not a valid name ([`valid_host`]) matches nothing:
+    /// glibc's resolver reads `\115ecret.x` as `secret.x`, so a rule
+    /// compared with such a name as text could be passed by an escape.
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        if port != self.port {
+        if port != self.port || !valid_host(host) {
             return false;
         }
         let host = host.strip_suffix('.').unwrap_or(host);
@@ -267,6 +272,18 @@ impl HostRule {
             }
         }
     }
+}
+
+/// Whether `host` is a host name the gateway accepts: labels of letters,
+/// digits and '-' (not at either end), 1 to 63 bytes each, at most 253
+/// bytes in all, one optional trailing dot. The grammar of a rule's
+/// labels ([`HostRule::parse`]); checked before any rule is matched or any
+/// name resolved, because a resolver decodes what this refuses (glibc
+/// reads `\DDD` and `\c` escapes, and a DNS label may hold a '.'), so
+/// the name compared would not be the name reached.
+pub fn valid_host(host: &str) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    name.len() <= 253 && name.split('.').all(valid_label)
 }
 
 fn valid_label(l: &str) -> bool {
@@ -474,6 +491,58 @@ mod tests {
         }
         let ip = HostRule::parse("10.1.2.3:5432").unwrap_err();
         assert_eq!(ip.suggestion.as_deref(), Some("10.1.2.3/32:5432"));
+    }
+
+    /// The one grammar for names asked of the gateway, and rules that
+    /// never match a name outside it (an escape glibc would decode).
+    #[test]
+    fn host_names() {
+        let long = |n: usize| "a".repeat(n);
+        let at_most = format!("{}.{}.{}.{}", long(63), long(63), long(63), long(61));
+        for (name, ok) in [
+            ("secret.example.test", true),
+            ("SECRET.Example.TEST", true),
+            ("secret.example.test.", true),
+            ("a-1.b2.c", true),
+            ("localhost", true),
+            (at_most.as_str(), true),
+            (&format!("{at_most}."), true),
+            (&format!("{at_most}a"), false),
+            (&format!("{}.test", long(63)), true),
+            (&format!("{}.test", long(64)), false),
+            ("\\115ecret.example.test", false),
+            ("\\secret.example.test", false),
+            ("secret\\.example.test", false),
+            ("secret.example.test..", false),
+            (".secret.example.test", false),
+            ("a..b", false),
+            ("", false),
+            (".", false),
+            ("-a.test", false),
+            ("a-.test", false),
+            ("a_b.test", false),
+            ("*.example.test", false),
+            ("a b.test", false),
+            ("a\nb.test", false),
+            ("pkg:443\", \"*.attacker.test", false),
+            ("é.test", false),
+            ("[::1]", false),
+        ] {
+            assert_eq!(valid_host(name), ok, "{name:?}");
+        }
+        let rules = Egress {
+            allow: vec![HostRule::parse("*.example.test:8443").unwrap()],
+            deny: vec![HostRule::parse("secret.example.test:8443").unwrap()],
+            ..Default::default()
+        };
+        assert!(rules.permits("public.example.test", 8443));
+        assert!(rules.permits("PUBLIC.example.test.", 8443));
+        assert!(!rules.permits("Secret.Example.Test.", 8443));
+        for escaped in ["\\115ecret.example.test", "\\secret.example.test"] {
+            assert!(!rules.permits(escaped, 8443), "{escaped}");
+            assert!(!rules.permits_name(escaped), "{escaped}");
+            assert!(!rules.allow[0].matches(escaped, 8443), "{escaped}");
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use checked::{
 };
 pub(crate) use diags::diagnostic;
 pub use diags::{doc_link, DOC_SECTIONS};
-pub use egress::{is_internal, CidrRule, Egress, EgressWire, HostRule, RuleError};
+pub use egress::{is_internal, valid_host, CidrRule, Egress, EgressWire, HostRule, RuleError};
 pub use model::*;
 
 use crate::error::{Diagnostic, Error, Location};

@@ -30,6 +30,7 @@
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::time::Instant;
 
 use caps::CapSet;
 use nix::sys::signal::{kill, Signal};
@@ -40,6 +41,7 @@ use sandboy_spec_gen::policy::{Egress, Policy};
 use sandboy_spec_gen::{guards, render};
 
 use super::channel::{self, Message, Receiver};
+use super::client;
 use super::Listeners;
 use crate::supervisor::denials::Denial;
 
@@ -55,10 +57,6 @@ pub const GID: u32 = 65534;
 pub const COMM: &str = "sandboy-egress";
 /// Warnings from the gateway logged at most (it is untrusted).
 const MAX_WARNINGS: u32 = 32;
-/// Client lookups (a walk of /proc) per wake-up of the supervisor: a
-/// flood of refusals from a subverted gateway must not hold the
-/// supervisor (its deadline kill); more are reported without the client.
-const MAX_LOOKUPS: usize = 16;
 
 /// Directories the host resolver reads: its configuration and the NSS
 /// modules glibc loads (those that exist are granted, read-only).
@@ -125,6 +123,8 @@ pub struct Gateway {
     channel: Receiver,
     warnings: u32,
     reaped: bool,
+    /// The time client lookups may take.
+    lookups: client::Budget,
 }
 
 /// Fork the gateway's process for `listeners`, becoming `who`; this
@@ -145,6 +145,7 @@ pub fn spawn(rules: Egress, listeners: Listeners, who: Identity) -> std::io::Res
                 channel,
                 warnings: 0,
                 reaped: false,
+                lookups: client::Budget::new(Instant::now()),
             })
         }
         ForkResult::Child => {
@@ -367,16 +368,16 @@ impl Gateway {
     /// each refusal. Notices when the gateway's process ended.
     pub fn pump(&mut self, id: &str, init: i32, mut record: impl FnMut(Denial)) {
         let pid = self.pid.as_raw();
-        let mut lookups = 0;
+        // A flood of refusals, from the container or a subverted gateway,
+        // must not hold the supervisor (its deadline kill) nor spend its
+        // CPU: one read of the TCP table and at most one walk of /proc per
+        // wake-up, within a budget; past it, refusals lack their client.
+        let start = Instant::now();
+        let mut clients = client::Lookup::new(init, self.lookups.until(start));
         for m in self.channel.read() {
             match m {
                 Message::Refused { seq, refused } => {
-                    let who = if lookups < MAX_LOOKUPS && refused.peer.is_some() {
-                        lookups += 1;
-                        refused.client(init)
-                    } else {
-                        None
-                    };
+                    let who = refused.peer.and_then(|p| clients.find(p));
                     record(refused.settle(id, who));
                     self.channel.ack(seq);
                 }
@@ -388,6 +389,7 @@ impl Gateway {
                 }
             }
         }
+        self.lookups.spend(start.elapsed());
         if !self.channel.is_open() && !self.reaped {
             // Its end closed: it exited, or it is of no use any more.
             self.reaped = true;

@@ -11,6 +11,8 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpStream, UdpSocket};
 
+use sandboy_spec_gen::policy::valid_host;
+
 use super::Shared;
 
 const TYPE_A: u16 = 1;
@@ -28,7 +30,10 @@ const TTL: u32 = 60;
 pub struct Question {
     pub id: u16,
     pub flags: u16,
-    /// Lowercased, without a trailing dot.
+    /// Lowercased, without a trailing dot, in presentation form (RFC 1035
+    /// §5.1): a '.' or '\' inside a label and bytes outside printable
+    /// ASCII are escaped (`\.`, `\\`, `\DDD`), so labels joined by '.' are
+    /// never read as other labels, and the report shows what was asked.
     pub name: String,
     pub qtype: u16,
     /// The question section as received (echoed in the answer).
@@ -60,7 +65,7 @@ pub fn parse(msg: &[u8]) -> Result<Question, Option<u16>> {
             return Err(Some(id));
         }
         let label = msg.get(at..at + len).ok_or(Some(id))?;
-        labels.push(String::from_utf8_lossy(label).to_ascii_lowercase());
+        labels.push(present(label));
         at += len;
     }
     let tail = msg.get(at..at + 4).ok_or(Some(id))?;
@@ -72,6 +77,22 @@ pub fn parse(msg: &[u8]) -> Result<Question, Option<u16>> {
         qtype,
         raw: msg[12..at + 4].to_vec(),
     })
+}
+
+/// One label in presentation form, lowercased (see [`Question::name`]).
+fn present(label: &[u8]) -> String {
+    let mut out = String::with_capacity(label.len());
+    for &b in label {
+        match b {
+            b'.' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(b));
+            }
+            0x21..=0x7e => out.push(char::from(b.to_ascii_lowercase())),
+            _ => out.push_str(&format!("\\{b:03}")),
+        }
+    }
+    out
 }
 
 /// The answer to `q`: `addr` for an allowed name, else `rcode`.
@@ -112,7 +133,12 @@ pub fn reply(shared: &Shared, msg: &[u8]) -> Option<Vec<u8>> {
     if (q.flags >> 11) & 0xf != 0 {
         return Some(answer(&q, None, RCODE_NOTIMP));
     }
-    if !shared.rules.permits_name(&q.name) {
+    // A name that is not a host name (a byte other than letters, digits and
+    // '-' in a label) does not exist for the gateway: NXDOMAIN, as for an
+    // unlisted name. Not FORMERR, the query is well formed; not REFUSED,
+    // which resolvers take as "ask another server" and which the stub
+    // keeps for types it does not serve.
+    if !valid_host(&q.name) || !shared.rules.permits_name(&q.name) {
         shared.refuse_name(&q.name);
         return Some(answer(&q, None, RCODE_NXDOMAIN));
     }
@@ -195,6 +221,38 @@ mod tests {
         let mut bad = query("a.b", TYPE_A);
         bad[12] = 0xc0;
         assert_eq!(parse(&bad), Err(Some(0x1234)));
+    }
+
+    /// Labels with other bytes than letters, digits and '-' come out
+    /// escaped, and are never a valid host name (the stub answers NXDOMAIN).
+    #[test]
+    fn names_are_in_presentation_form() {
+        let raw = |labels: &[&[u8]]| {
+            let mut m = vec![0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+            for l in labels {
+                m.push(l.len() as u8);
+                m.extend(*l);
+            }
+            m.extend([0, 0, 1, 0, 1]);
+            parse(&m).unwrap().name
+        };
+        for (labels, name) in [
+            (
+                &[&b"Secret"[..], b"example", b"test"][..],
+                "secret.example.test",
+            ),
+            (
+                &[&b"\\115ecret"[..], b"example", b"test"],
+                "\\\\115ecret.example.test",
+            ),
+            (&[&b"secret.example"[..], b"test"], "secret\\.example.test"),
+            (&[&b"x\n[fs]"[..], b"test"], "x\\010[fs].test"),
+            (&[&b"caf\xc3\xa9"[..], b"test"], "caf\\195\\169.test"),
+        ] {
+            let got = raw(labels);
+            assert_eq!(got, name);
+            assert_eq!(valid_host(&got), name == "secret.example.test", "{got}");
+        }
     }
 
     /// What a step sends the stub: 50,000 mutants of a valid query are

@@ -244,13 +244,6 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// The client, found by its socket in the network namespace of `init`
-    /// (by the side that can look processes up: the supervisor, or
-    /// unprivileged wrap's watchdog).
-    pub fn client(&self, init: i32) -> Client {
-        self.peer.and_then(|p| client::find(init, p))
-    }
-
     /// The refusal settled: a warn event and the report's entry, with the
     /// client `who` when found.
     pub fn settle(&self, id: &str, who: Client) -> Denial {
@@ -290,11 +283,7 @@ impl Refused {
                 (format!("{host}:{port} sni={shown}"), "egress.sni")
             }
             Blocker::Dns => {
-                tracing::warn!(
-                    id,
-                    host,
-                    "egress DNS refused: {host} is not in [net] allow (NXDOMAIN)"
-                );
+                tracing::warn!(id, host, "egress DNS refused: {host}: {}", self.reason);
                 (host.to_string(), "egress.dns")
             }
         };
@@ -371,21 +360,34 @@ impl Shared {
             via,
             reason: "the TLS server name does not match".into(),
             sni: sni.map(String::from),
-            allow: sni.map(|s| format!("[net] allow = [\"{s}:{port}\"]")),
+            // The name is the client's: a suggestion only as a parsed rule.
+            allow: sni.and_then(|s| upstream::allow_line(s, &[port])),
             peer,
         });
     }
 
-    /// A DNS query for a name the rules do not allow.
+    /// A DNS query for a name the rules do not allow (`name` in the stub's
+    /// presentation form, [`dns::Question::name`]).
     pub fn refuse_name(&self, name: &str) {
+        let (reason, allow) = if sandboy_spec_gen::policy::valid_host(name) {
+            // A query names no port: suggest the policy's allowed ports
+            // that no deny rule closes for this name (the ports a step of
+            // this policy connects to); none left, no suggestion.
+            let ports: Vec<u16> = (self.rules.ports().into_iter())
+                .filter(|p| !self.rules.deny.iter().any(|r| r.matches(name, *p)))
+                .collect();
+            ("not in [net] allow", upstream::allow_line(name, &ports))
+        } else {
+            ("not a valid host name", None)
+        };
         self.report(Refused {
             blocker: Blocker::Dns,
             host: name.to_string(),
             port: 0,
             via: Via::Dns,
-            reason: "not in [net] allow (NXDOMAIN)".into(),
+            reason: format!("{reason} (NXDOMAIN)"),
             sni: None,
-            allow: Some(format!("[net] allow = [\"{name}:443\"]")),
+            allow,
             peer: None,
         });
     }

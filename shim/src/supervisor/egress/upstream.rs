@@ -5,7 +5,7 @@
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use sandboy_spec_gen::policy::Egress;
+use sandboy_spec_gen::policy::{valid_host, Egress, HostRule};
 
 /// How long one upstream connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,6 +32,23 @@ pub fn split_authority(authority: &str, default_port: Option<u16>) -> Option<(St
 
 pub use sandboy_spec_gen::policy::is_internal;
 
+/// The `allow` line that would permit `host` on `ports`: each rule parsed
+/// by [`HostRule::parse`] from the name, so what the container chose never
+/// reaches the line as text (a crafted name wrote `"*.attacker.test:443"`
+/// or a `[fs]` table into the suggestion). `None` when the name is not a
+/// valid host name, or no port is given.
+pub fn allow_line(host: &str, ports: &[u16]) -> Option<String> {
+    if !valid_host(host) || ports.is_empty() {
+        return None;
+    }
+    let rules = ports
+        .iter()
+        .map(|p| HostRule::parse(&format!("{host}:{p}")).map(|r| format!("\"{r}\"")))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    Some(format!("[net] allow = [{}]", rules.join(", ")))
+}
+
 /// Check `host:port` against `rules` and connect to it.
 pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refusal> {
     if let Ok(ip) = host.parse::<IpAddr>() {
@@ -46,6 +63,14 @@ pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refus
         }
         return dial(&[SocketAddr::new(ip, port)], host, port);
     }
+    // Before any rule or resolver sees it: glibc decodes `\115ecret` to
+    // `secret`, which a deny rule compared as text would not match.
+    if !valid_host(host) {
+        return Err(Refusal {
+            reason: format!("{host:?} is not a valid host name (letters, digits, '-', '.')"),
+            allow: None,
+        });
+    }
     if rules.deny.iter().any(|r| r.matches(host, port)) {
         return Err(Refusal {
             reason: format!("{host}:{port} matches [net] deny"),
@@ -55,7 +80,7 @@ pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refus
     if !rules.permits(host, port) {
         return Err(Refusal {
             reason: format!("{host}:{port} is not in [net] allow"),
-            allow: Some(format!("[net] allow = [\"{host}:{port}\"]")),
+            allow: allow_line(host, &[port]),
         });
     }
     let addrs: Vec<SocketAddr> = (host, port)
@@ -124,6 +149,43 @@ mod tests {
         );
         assert_eq!(split_authority("a.com:x", None), None);
         assert_eq!(split_authority("a.com", None), None);
+    }
+
+    /// The suggestion is built from a parsed rule, never from the name as
+    /// text: a name that is not a host name gets none.
+    #[test]
+    fn allow_lines_are_parsed_rules() {
+        assert_eq!(
+            allow_line("Pkg.Example.test.", &[443, 8080]).as_deref(),
+            Some("[net] allow = [\"pkg.example.test:443\", \"pkg.example.test:8080\"]")
+        );
+        for name in [
+            "pkg:443\", \"*.attacker.test:443\", \"*.attacker.test",
+            "x\n[fs]\nwrite = [\"/\"]\n#",
+            "\\115ecret.example.test",
+            "*.example.test",
+            "10.0.0.1",
+        ] {
+            assert_eq!(allow_line(name, &[443]), None, "{name:?}");
+        }
+        assert_eq!(allow_line("pkg.example.test", &[]), None);
+    }
+
+    #[test]
+    fn escaped_names_are_refused_before_the_rules() {
+        let rules = Egress {
+            allow: vec![HostRule::parse("*.example.test:8443").unwrap()],
+            deny: vec![HostRule::parse("secret.example.test:8443").unwrap()],
+            ..Default::default()
+        };
+        for name in ["\\115ecret.example.test", "\\secret.example.test"] {
+            let r = connect(&rules, name, 8443).unwrap_err();
+            assert_eq!(r.allow, None, "{name}");
+            assert!(r.reason.contains("not a valid host name"), "{r:?}");
+        }
+        let r = connect(&rules, "SECRET.example.test.", 8443).unwrap_err();
+        assert_eq!(r.allow, None);
+        assert!(r.reason.contains("deny"), "{r:?}");
     }
 
     #[test]
