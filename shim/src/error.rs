@@ -1,5 +1,6 @@
 //! The one place where failures become exit codes (SPEC §3): 2 for usage,
-//! configuration and policy errors, 1 for runtime failures.
+//! configuration and policy errors, 1 for runtime failures; and where
+//! their lines are written ([`print_line`]).
 
 use std::fmt;
 
@@ -115,3 +116,16 @@ pub fn chain(err: &dyn std::error::Error) -> String {
 }
 
 pub type Result<T> = std::result::Result<T, Failure>;
+
+/// Write `line` on stderr with its control and invisible characters
+/// escaped (`printable`): the one way a failure or a refusal reaches the
+/// user's terminal (`cli::output::error_line`, and `wrap`'s watchdog and
+/// namespaces pid 1, which report without returning here). Messages carry
+/// names others chose: a step named a hook
+/// `x\r\e[2K\e[1A\e[2Ksandboy: step passed…`, and the refusal naming it
+/// erased itself. A closed stderr is not a failure.
+pub fn print_line(line: &str) {
+    use std::io::Write as _;
+    let line = sandboy_spec_gen::printable::printable(line);
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

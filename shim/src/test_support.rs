@@ -11,3 +11,26 @@ pub fn spec_with_resources(resources: serde_json::Value) -> Spec {
     }))
     .expect("a valid minimal spec")
 }
+
+/// A fresh directory under the system's temporary directory, removed on
+/// drop (with everything in it).
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("sandboy-unit-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("a temporary directory");
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -808,3 +808,51 @@ fn a_killed_wrap_takes_its_step_with_it_and_the_next_wrap_clears_its_leftovers()
     assert_clean(&rt, &id);
     assert_clean(&rt, &next);
 }
+
+/// Root wrap commits through the same code as the namespaces tier: a
+/// `.git` the step makes below a host checkout in its write path refuses
+/// the commit (its `core.fsmonitor` would run in the user's next `git`
+/// there); a file in the checkout and a repository made outside it
+/// commit.
+#[test]
+fn wrap_refuses_to_commit_a_repository_made_inside_a_checkout() {
+    let t = "wrap_refuses_to_commit_a_repository_made_inside_a_checkout";
+    if !need_root(t) {
+        return;
+    }
+    let dir = TempDir::new("wrapnested");
+    let p = policy(dir.path(), "");
+    let out = dir.path().join("out");
+    fs::create_dir_all(out.join("proj/.git/objects")).unwrap();
+    fs::create_dir_all(out.join("proj/src")).unwrap();
+    fs::write(out.join("proj/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    assert!(Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&out)
+        .status()
+        .unwrap()
+        .success());
+    let rt = Runtime::sandboy();
+    let run = |script: &str| {
+        let id = unique_id("wrapnested");
+        let o = capture(&mut wrap(&rt, &p, &id, &["sh", "-c", script]));
+        assert_clean(&rt, &id);
+        o
+    };
+    let at = out.display();
+    let o = run(&format!(
+        "echo x > {at}/proj/src/a.c && mkdir -p {at}/proj/src/.git/objects && echo 'ref: refs/heads/main' > {at}/proj/src/.git/HEAD"
+    ));
+    assert_exit(&o, 1);
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("refusing to commit") && e.contains("proj/src/.git"),
+        "{e}"
+    );
+    assert!(!out.join("proj/src/.git").exists() && !out.join("proj/src/a.c").exists());
+    let o = run(&format!(
+        "echo x > {at}/proj/src/a.c && mkdir -p {at}/made/.git/objects && echo 'ref: refs/heads/main' > {at}/made/.git/HEAD"
+    ));
+    assert_exit(&o, 0);
+    assert!(out.join("proj/src/a.c").is_file() && out.join("made/.git/HEAD").is_file());
+}

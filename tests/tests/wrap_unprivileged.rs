@@ -1481,3 +1481,262 @@ fn a_relative_path_never_leaves_the_checkout_through_its_symlinks() {
         assert!(!env.dir.path().join("out/g").exists(), "{tier}");
     }
 }
+
+/// The policy `name` with `/usr/local` (where git may live) readable and
+/// runnable too.
+fn with_usr_local(env: &Env, name: &str, namespace: &str) -> PathBuf {
+    let p = env.policy(name, namespace, "");
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replace("read = [", "read = [\"/usr/local\", ")
+        .replace("exec = [", "exec = [\"/usr/local\", ");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+/// Found by a red team: a `.git` a step makes in a subdirectory of a
+/// checkout (`src/.git` with a `core.fsmonitor`) is the repository of the
+/// user's next `git` in `src/`, which runs it outside any sandbox. Below a
+/// host checkout — one the write path holds, or a write path inside one —
+/// it is removed (landlock tier) or refuses the commit (namespaces tier),
+/// at any depth and as a `gitdir:` file too; an ordinary file in `src/`
+/// lands, and a `git clone` into a write path outside every checkout is
+/// the step's output.
+#[test]
+fn a_repository_made_inside_a_checkout_is_refused() {
+    let t = "a_repository_made_inside_a_checkout_is_refused";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    if !need_tool(t, "git") {
+        return;
+    }
+    let out = env.dir.path().join("out");
+    let at = out.display();
+    let setup = format!(
+        "cd {at} && git init -q -b main proj && mkdir proj/src && echo x > proj/src/a.c && git -C proj add . && git -C proj -c user.name=t -c user.email=t@t commit -qm init && mkdir plain && chown -R {}:{} {at}",
+        env.user.uid, env.user.gid
+    );
+    assert_exit(&capture(Command::new("sh").args(["-c", &setup])), 0);
+    let repo = "mkdir -p $1/objects $1/refs && echo 'ref: refs/heads/main' > $1/HEAD && printf '[core]\\n\\tfsmonitor = id\\n' > $1/config";
+    let plants = [
+        (
+            "proj/src/.git",
+            format!("set -- {at}/proj/src/.git; {repo}"),
+        ),
+        (
+            "proj/src/a/b/.git",
+            format!("set -- {at}/proj/src/a/b/.git; {repo}"),
+        ),
+        (
+            "proj/src/.git",
+            format!("echo 'gitdir: {at}/plain' > {at}/proj/src/.git"),
+        ),
+    ];
+    let mut tiers = vec![("landlock", "host", "it was removed")];
+    if namespaces_work(&env) {
+        tiers.push(("namespaces", "none", "refusing to commit"));
+    } else {
+        skip(
+            t,
+            "namespaces tier: unprivileged user namespaces are refused here",
+        );
+    }
+    for (tier, ns, refusal) in tiers {
+        let policy = with_usr_local(&env, &format!("nested-{tier}"), ns);
+        let sh = |cwd: &Path, script: &str| {
+            let mut c = env.wrap(tier, &policy, &["sh", "-c", script]);
+            c.current_dir(cwd);
+            output_timeout(&mut c, std::time::Duration::from_secs(60))
+        };
+        for (what, plant) in &plants {
+            let o = sh(&out, &format!("echo made > {at}/proj/src/new.c && {plant}"));
+            assert_exit(&o, 1);
+            let e = text(&o.stderr);
+            assert!(
+                e.contains(refusal) && e.contains(what),
+                "{tier}: {what}: {e}"
+            );
+            assert!(!out.join(what).exists(), "{tier}: {what} stayed");
+            if tier == "namespaces" {
+                assert!(
+                    !out.join("proj/src/new.c").exists(),
+                    "{tier}: {what}: committed"
+                );
+            }
+            let _ = fs::remove_dir_all(out.join("proj/src/a"));
+            let _ = fs::remove_file(out.join("proj/src/new.c"));
+        }
+        // A write path inside the checkout is held whole (`--rw ./src`).
+        let inline = |script: &str| {
+            let mut c = env.user.cmd(&env.sandboy);
+            c.args([
+                "wrap",
+                "--isolation",
+                tier,
+                "--ro",
+                "/etc",
+                "--exec",
+                "/usr/bin",
+            ])
+            .args(["--rw", "./src", "--", "sh", "-c", script])
+            .current_dir(out.join("proj"));
+            output_timeout(&mut c, std::time::Duration::from_secs(60))
+        };
+        let o = inline(&format!("set -- src/x/.git; {repo}"));
+        assert_exit(&o, 1);
+        assert!(
+            text(&o.stderr).contains("src/x/.git"),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+        assert!(
+            !out.join("proj/src/x/.git").exists(),
+            "{tier}: {}",
+            text(&o.stderr)
+        );
+        let _ = fs::remove_dir_all(out.join("proj/src/x"));
+        // Allowed: an ordinary file lands, in the checkout and below the
+        // write path inside it; a clone outside every checkout lands.
+        let o = inline("echo ok > src/b.c");
+        assert_exit(&o, 0);
+        let clone = format!(
+            "echo made > {at}/proj/src/new.c && HOME={at}/plain git clone -q --no-hardlinks {at}/proj {at}/plain/clone-{tier}"
+        );
+        let o = sh(&out, &clone);
+        assert_exit(&o, 0);
+        assert!(out.join("proj/src/new.c").is_file() && out.join("proj/src/b.c").is_file());
+        assert!(
+            out.join(format!("plain/clone-{tier}/.git/HEAD")).is_file(),
+            "{tier}"
+        );
+        assert!(
+            out.join(format!("plain/clone-{tier}/src/a.c")).is_file(),
+            "{tier}"
+        );
+        for f in ["proj/src/new.c", "proj/src/b.c"] {
+            fs::remove_file(out.join(f)).unwrap();
+        }
+    }
+}
+
+/// Inline flags are anchored and checked like a policy file's relative
+/// entries: a checkout's committed `out -> ..` does not make `--rw ./out`
+/// grant the directory above it (a red team read `~/.ssh` and wrote
+/// `~/.bashrc` this way); a real `out` directory is granted.
+#[test]
+fn an_inline_flag_never_leaves_the_checkout_through_its_symlinks() {
+    let t = "an_inline_flag_never_leaves_the_checkout_through_its_symlinks";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let cwd = env.dir.path().join("cwd");
+    let run = |tier: &str| {
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args([
+            "wrap",
+            "--isolation",
+            tier,
+            "--ro",
+            "/etc",
+            "--exec",
+            "/usr/bin",
+        ])
+        .args([
+            "--rw",
+            "./out",
+            "--",
+            "sh",
+            "-c",
+            "echo made > out/g; echo ran",
+        ])
+        .current_dir(&cwd);
+        capture(&mut c)
+    };
+    for tier in TIERS {
+        // Allowed: a real directory of the checkout.
+        fs::create_dir_all(cwd.join("out")).unwrap();
+        env.user.chown(&cwd.join("out"));
+        assert_exit(&run(tier), 0);
+        assert_eq!(fs::read_to_string(cwd.join("out/g")).unwrap(), "made\n");
+        // Refused: the checkout's `out -> ..`, located in the flags.
+        fs::remove_dir_all(cwd.join("out")).unwrap();
+        std::os::unix::fs::symlink("..", cwd.join("out")).unwrap();
+        let o = run(tier);
+        assert_exit(&o, 2);
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("<command-line flags>:")
+                && e.contains("\"./out\" leaves the working directory"),
+            "{tier}: {e}"
+        );
+        assert_eq!(text(&o.stdout), "", "{tier}: the step ran");
+        assert!(
+            !env.dir.path().join("g").exists(),
+            "{tier}: written through the link"
+        );
+        fs::remove_file(cwd.join("out")).unwrap();
+    }
+}
+
+/// A refusal names what the step wrote, and the step chooses those names:
+/// a hook named `x\r\e[2K\e[1A…sandboy: step passed` erased the refusal
+/// line and forged another. Both tiers' lines show it escaped; an
+/// ordinary name is shown as it is.
+#[test]
+fn a_refusal_shows_the_steps_names_escaped() {
+    let t = "a_refusal_shows_the_steps_names_escaped";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let out = env.dir.path().join("out");
+    for d in ["esc/.git/hooks", "esc/.git/objects", "esc/.git/modules"] {
+        fs::create_dir_all(out.join(d)).unwrap();
+    }
+    fs::write(out.join("esc/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs::write(out.join("esc/.git/config"), "[core]\n").unwrap();
+    let chown = format!("{}:{}", env.user.uid, env.user.gid);
+    assert_exit(
+        &capture(Command::new("chown").args(["-R", &chown]).arg(&out)),
+        0,
+    );
+    let name = "x\r\x1b[2K\x1b[1A\x1b[2Ksandboy: step passed\x1b[8m";
+    let git = out.join("esc/.git");
+    let mut tiers = vec![(
+        "landlock",
+        "host",
+        format!("printf id > \"{}/hooks/{name}\"", git.display()),
+    )];
+    if namespaces_work(&env) {
+        let module = format!("{}/modules/{name}", git.display());
+        tiers.push((
+            "namespaces",
+            "none",
+            format!("mkdir -p \"{module}\" && echo '[core]' > \"{module}/config\""),
+        ));
+    }
+    for (tier, ns, plant) in &tiers {
+        let policy = env.policy(&format!("esc-{tier}"), ns, "");
+        let o = capture(&mut env.wrap(tier, &policy, &["sh", "-c", plant]));
+        assert_exit(&o, 1);
+        let e = text(&o.stderr);
+        assert!(
+            !e.contains('\x1b') && !e.contains('\r'),
+            "{tier}: raw: {e:?}"
+        );
+        assert!(
+            e.contains("x\\u{d}\\u{1b}[2K\\u{1b}[1A\\u{1b}[2Ksandboy: step passed\\u{1b}[8m"),
+            "{tier}: {e}"
+        );
+    }
+    // Counterpart: an ordinary name, as it is.
+    let policy = env.policy("esc-plain", "host", "");
+    let plant = format!("echo id > {}/hooks/pre-commit", git.display());
+    let o = capture(&mut env.wrap("landlock", &policy, &["sh", "-c", &plant]));
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("/esc/.git/hooks/pre-commit;"),
+        "{}",
+        text(&o.stderr)
+    );
+}

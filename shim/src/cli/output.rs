@@ -14,8 +14,7 @@ pub fn line(s: &str) {
 /// (an adapter's message, a refused path). A closed stderr (an engine that
 /// stopped listening) must not turn the exit status into a panic's 101.
 pub fn error_line(s: &str) {
-    let s = sandboy_spec_gen::printable::printable(s);
-    let _ = writeln!(std::io::stderr().lock(), "{s}");
+    crate::error::print_line(s);
 }
 
 /// Left-aligned columns separated by at least two spaces (runc's tabwriter).

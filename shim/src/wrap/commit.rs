@@ -31,8 +31,12 @@
 //!   write path, or a
 //!   `.git` directory or worktree file changed or
 //!   replaced by a file (`gitdir:` pointing elsewhere) refuses the whole
-//!   commit (a repository the step made, such as a `git clone` into the
-//!   write path, is committed as its output). The user's next `git`
+//!   commit; so does a `.git` the step made below a host checkout (in a
+//!   checkout the write path holds, or anywhere in a write path inside
+//!   one: `nested`), which git would take for the repository of every
+//!   command run below it (a repository the step made elsewhere, such as
+//!   a `git clone` into an output directory, is committed as its
+//!   output). The user's next `git`
 //!   runs what those say (`core.fsmonitor`, hooks, filters) outside any
 //!   sandbox: a red team's step under `--rw .` planted a `pre-commit` hook
 //!   that read `~/.ssh`. A write path inside `.git` is the user's explicit
@@ -156,14 +160,39 @@ fn safe_mode(st: &Stat, dir: bool) -> Mode {
     Mode::from_raw_mode(st.st_mode & keep)
 }
 
-/// Apply the upper layer `upper` to the host directory `host`; `held`
-/// are the host paths no commit may change (`gitconfig::beyond`, found
-/// before the step ran).
-pub fn commit_dir(upper: &Path, host: &Path, held: &[PathBuf]) -> Result<Counts, CommitError> {
+/// What the host had before the step that a commit may not change,
+/// found while host paths still resolve.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    /// What git reads beyond the repositories in the write paths
+    /// (`gitconfig::beyond`).
+    pub beyond: Vec<PathBuf>,
+    /// The write paths that lie inside a host checkout
+    /// (`nested::inside_checkout`): no repository may be made in them.
+    pub in_checkout: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// What the write paths `write` protect, read on the host.
+    pub fn find(write: &[String]) -> Protected {
+        Protected {
+            beyond: super::gitconfig::beyond(write, &super::repository::git_dirs(write)),
+            in_checkout: write
+                .iter()
+                .map(PathBuf::from)
+                .filter(|w| super::nested::inside_checkout(w))
+                .collect(),
+        }
+    }
+}
+
+/// Apply the upper layer `upper` to the host directory `host`, changing
+/// nothing `protected` names.
+pub fn commit_dir(upper: &Path, host: &Path, protected: &Protected) -> Result<Counts, CommitError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let up = rfs::open(upper, flags, Mode::empty()).map_err(err("opening", upper))?;
     let to = rfs::open(host, flags, Mode::empty()).map_err(err("opening", host))?;
-    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE, held)
+    commit_dir_fds(up.as_fd(), to.as_fd(), host, OPAQUE, protected)
 }
 
 /// [`commit_dir`] from open directories (the namespaces tier opens them
@@ -174,24 +203,22 @@ pub fn commit_dir_fds(
     to: BorrowedFd<'_>,
     host: &Path,
     opaque: &'static str,
-    held: &[PathBuf],
+    protected: &Protected,
 ) -> Result<Counts, CommitError> {
     fits(up, host)?;
     let granted = host.components().any(|c| c.as_os_str() == ".git");
     if !granted {
-        let planted = match repository_control(up, Some(to), host, Within::Tree)? {
+        let start = if protected.in_checkout.iter().any(|c| c == host) {
+            Within::Checkout
+        } else {
+            Within::Tree
+        };
+        let planted = match repository_control(up, Some(to), host, start)? {
             Some(p) => Some(p),
-            None => staged_held(up, host, held)?,
+            None => staged_held(up, host, &protected.beyond)?.map(Planted::Control),
         };
         if let Some(planted) = planted {
-            return Err(CommitError {
-                what: "refusing to commit",
-                path: planted.display().to_string(),
-                source: std::io::Error::other(format!(
-                    "a repository's config, hooks and info run in the next git command, outside any sandbox; nothing was written (list \"{}\" in [fs] write if the step is to change them)",
-                    repository_of(&planted).display()
-                )),
-            });
+            return Err(planted.refusal());
         }
     }
     let mut w = Walk {
@@ -203,14 +230,43 @@ pub fn commit_dir_fds(
     Ok(w.counts)
 }
 
-/// Where [`repository_control`] looks: in a checkout's tree, in a git
-/// directory the host has, or below its `modules` (submodules' git
-/// directories, whose names may hold slashes).
+/// Where [`repository_control`] looks: in a tree outside any checkout,
+/// in a checkout's working tree, in a git directory the host has, or
+/// below its `modules` (submodules' git directories, whose names may hold
+/// slashes).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Within {
     Tree,
+    Checkout,
     Git,
     Modules,
+}
+
+/// What a commit refuses: a control file of a repository the host has,
+/// or a repository the step made below a host checkout.
+enum Planted {
+    Control(PathBuf),
+    Repository(PathBuf),
+}
+
+impl Planted {
+    fn refusal(self) -> CommitError {
+        let (path, why) = match self {
+            Planted::Control(p) => {
+                let why = format!(
+                    "a repository's config, hooks and info run in the next git command, outside any sandbox; nothing was written (list \"{}\" in [fs] write if the step is to change them)",
+                    repository_of(&p).display()
+                );
+                (p, why)
+            }
+            Planted::Repository(p) => (p, "a repository made inside a checkout is the one git uses below it, and the next git command there runs its config and hooks outside any sandbox; nothing was written (make it in a write path outside the checkout)".to_string()),
+        };
+        CommitError {
+            what: "refusing to commit",
+            path: path.display().to_string(),
+            source: std::io::Error::other(why),
+        }
+    }
 }
 
 /// The first staged entry below `dir` (the host path `at`, whose host
@@ -223,7 +279,14 @@ fn repository_control(
     host: Option<BorrowedFd<'_>>,
     at: &Path,
     within: Within,
-) -> Result<Option<std::path::PathBuf>, CommitError> {
+) -> Result<Option<Planted>, CommitError> {
+    let has_git = |h: BorrowedFd<'_>| lstat(h, c".git").ok().flatten().is_some();
+    // Git takes a directory with a `.git` for a working tree's top.
+    let within = match within {
+        Within::Tree if host.is_some_and(has_git) => Within::Checkout,
+        w => w,
+    };
+    let tree = matches!(within, Within::Tree | Within::Checkout);
     for entry in Dir::read_from(dir).map_err(err("reading", at))? {
         let entry = entry.map_err(err("reading", at))?;
         let name = entry.file_name();
@@ -235,8 +298,8 @@ fn repository_control(
         let control = super::repository::CONTROL
             .iter()
             .any(|c| c.as_bytes() == bytes);
-        if within != Within::Tree && control {
-            return Ok(Some(path));
+        if !tree && control {
+            return Ok(Some(Planted::Control(path)));
         }
         let Some(st) = lstat(dir, name).map_err(err("stat", &path))? else {
             continue;
@@ -244,28 +307,18 @@ fn repository_control(
         let is_dir = file_type(&st) == FileType::Directory;
         // The host's directory of that name, never through a link.
         let host_sub = host.and_then(|h| open_dir(h, name).ok());
-        // Only a repository the host had: one the step made (a `git
-        // clone` into the write path) is its output, like any file it wrote.
-        // A worktree's or submodule's `.git` is a file (`gitdir:`).
-        let held = within == Within::Tree
-            && bytes == b".git"
-            && host.is_some_and(|h| lstat(h, name).ok().flatten().is_some());
+        // The host's own repository (a worktree's or submodule's `.git` is
+        // a file, `gitdir:`); a new one is refused inside a checkout and
+        // is the step's output elsewhere (a `git clone` into `out/`).
+        let held = tree && bytes == b".git" && host.is_some_and(has_git);
         if held && !is_dir {
-            return Ok(Some(path));
+            return Ok(Some(Planted::Control(path)));
         }
-        let next = match (within, bytes) {
-            (Within::Tree, b".git") if held => Within::Git,
-            (Within::Tree, b".git") => continue,
-            // A bare repository the host has: its hooks run at a push.
-            (Within::Tree, _) if host_sub.as_ref().is_some_and(|h| is_git_dir(h.as_fd())) => {
-                Within::Git
-            }
-            (Within::Tree, _) => Within::Tree,
-            // Submodules' and linked worktrees' git directories.
-            (Within::Git, b"modules" | b"worktrees") => Within::Modules,
-            (Within::Git, _) => continue,
-            (Within::Modules, b"objects" | b"refs" | b"logs") => continue,
-            (Within::Modules, _) => Within::Modules,
+        let bare = || host_sub.as_ref().is_some_and(|h| is_git_dir(h.as_fd()));
+        let next = match descend(within, bytes, held, bare) {
+            Ok(Some(next)) => next,
+            Ok(None) => continue,
+            Err(planted) => return Ok(Some(planted(path))),
         };
         if is_dir {
             let sub = open_dir(dir, name).map_err(err("opening staged", &path))?;
@@ -276,6 +329,31 @@ fn repository_control(
         }
     }
     Ok(None)
+}
+
+/// Where [`repository_control`] goes from the staged entry `name` it
+/// met `within`: into it as what (`None`: past it), or refusing it.
+/// `held`: it is the host's own `.git`; `bare`: the host's directory of
+/// that name is a bare repository.
+fn descend(
+    within: Within,
+    name: &[u8],
+    held: bool,
+    bare: impl Fn() -> bool,
+) -> Result<Option<Within>, fn(PathBuf) -> Planted> {
+    Ok(Some(match (within, name) {
+        (_, b".git") if held => Within::Git,
+        (Within::Checkout, b".git") => return Err(Planted::Repository),
+        (Within::Tree, b".git") => return Ok(None),
+        // A bare repository the host has: its hooks run at a push.
+        (Within::Tree | Within::Checkout, _) if bare() => Within::Git,
+        (Within::Tree | Within::Checkout, _) => within,
+        // Submodules' and linked worktrees' git directories.
+        (Within::Git, b"modules" | b"worktrees") => Within::Modules,
+        (Within::Git, _) => return Ok(None),
+        (Within::Modules, b"objects" | b"refs" | b"logs") => return Ok(None),
+        (Within::Modules, _) => Within::Modules,
+    }))
 }
 
 /// Whether `dir` is a git directory by git's own test (a `HEAD` file and

@@ -382,13 +382,10 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
             137
         }
     };
-    let status = match repositories.map(|r| r.check()) {
+    let status = match repositories.map(|r| r.check(req.id)) {
         Some(Err(why)) => {
             tracing::warn!(id = %req.id, "wrap: {why}");
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("sandboy: {why}\n").as_bytes(),
-            );
+            crate::error::print_line(&format!("sandboy: {why}"));
             if status == 0 {
                 1
             } else {
@@ -485,10 +482,7 @@ fn namespaced(
     gateway: Option<gateway::Plan>,
 ) -> ! {
     let fail = |e: &dyn std::fmt::Display| -> ! {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("sandboy: error: {e}\n").as_bytes(),
-        );
+        crate::error::print_line(&format!("sandboy: error: {e}"));
         // SAFETY: _exit is always sound.
         unsafe { libc::_exit(1) }
     };

@@ -6,10 +6,12 @@
 //! model. With `--policy` too, the file is validated on its own (its errors
 //! keep their file:line:column) and the flags' rules are added to it.
 //!
-//! Relative flag paths resolve against the working directory here, before
-//! the text is parsed (a flag's `~` is the shell's business); relative
-//! paths in a policy file are resolved by `Policy::resolve_relative` in
-//! `wrap::load_policy`.
+//! Relative flag paths become `.`-anchored entries, resolved and checked
+//! by `Policy::resolve_relative` in `wrap::load_policy` like a policy
+//! file's (one mechanism): a checkout's committed `out -> ..` made
+//! `--rw ./out` grant the parent directory when flags were made absolute
+//! here instead (a red team). A flag's `~` is the shell's business: a
+//! quoted one names a directory `~` in the working directory, as before.
 
 use std::path::Path;
 
@@ -44,7 +46,7 @@ impl InlineRules {
         let list = |paths: &[String]| {
             paths
                 .iter()
-                .map(|p| quote(&absolute(cwd, p)))
+                .map(|p| quote(&entry(cwd, p)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -95,6 +97,7 @@ pub fn merge(base: &mut Policy, extra: Policy) {
     extend(&mut base.read, extra.read);
     extend(&mut base.write, extra.write);
     extend(&mut base.exec, extra.exec);
+    extend(&mut base.relative, extra.relative);
     extend(&mut base.connect, extra.connect);
     extend(&mut base.bind, extra.bind);
     if extra.timeout.is_some() {
@@ -107,9 +110,28 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// `p` made absolute against `cwd`, lexically (`.` and `..` folded).
-pub fn absolute(cwd: &Path, p: &str) -> String {
-    lexical(&cwd.join(p)).display().to_string()
+/// A flag's path as a policy entry: an absolute one as given, a relative
+/// one anchored at the working directory (`./p`). `..` is folded
+/// lexically first (policy paths may not hold it): where it leads out of
+/// the working directory (`--rw ../out`), the caller named a path outside
+/// the checkout, which is given absolute.
+fn entry(cwd: &Path, p: &str) -> String {
+    if p.starts_with('/') {
+        return p.to_string();
+    }
+    if !p.split('/').any(|c| c == "..") {
+        return match p {
+            "." => p.to_string(),
+            _ if p.starts_with("./") => p.to_string(),
+            _ => format!("./{p}"),
+        };
+    }
+    let folded = lexical(&cwd.join(p));
+    match folded.strip_prefix(lexical(cwd)) {
+        Ok(rest) if rest.as_os_str().is_empty() => ".".to_string(),
+        Ok(rest) => format!("./{}", rest.display()),
+        Err(_) => folded.display().to_string(),
+    }
 }
 
 /// The absolute path `p` with `.` and `..` folded lexically, as git and
@@ -142,9 +164,9 @@ mod tests {
             bind: vec![],
             timeout: Some("30s".into()),
         };
-        let p = r
-            .policy(Path::new("/work/repo"), NetNamespace::Host)
-            .unwrap();
+        let cwd = Path::new("/work/repo");
+        let mut p = r.policy(cwd, NetNamespace::Host).unwrap();
+        p.resolve_relative(cwd, Path::new("/home/u")).unwrap();
         assert_eq!(p.read, ["/etc", "/work/repo/src"]);
         assert_eq!(p.write, ["/work/repo/out"]);
         assert_eq!(p.connect, [443]);
@@ -164,9 +186,40 @@ mod tests {
     }
 
     #[test]
-    fn absolute_folds_dots() {
-        assert_eq!(absolute(Path::new("/a/b"), "../c/./d"), "/a/c/d");
-        assert_eq!(absolute(Path::new("/a"), "/x"), "/x");
-        assert_eq!(absolute(Path::new("/a"), "."), "/a");
+    fn relative_flags_are_anchored_entries() {
+        let cwd = Path::new("/a/b");
+        for (flag, shown) in [
+            ("/x", "/x"),
+            (".", "."),
+            ("./out", "./out"),
+            ("out/x", "./out/x"),
+            ("~/x", "./~/x"),
+            ("c/../d", "./d"),
+            ("c/..", "."),
+            ("../c/./d", "/a/c/d"),
+            ("../../..", "/"),
+        ] {
+            assert_eq!(entry(cwd, flag), shown, "{flag}");
+        }
+    }
+
+    #[test]
+    fn a_flag_through_a_checkouts_symlink_is_refused_like_a_files_entry() {
+        let tmp = crate::test_support::TempDir::new("inline-link");
+        let cwd = tmp.path().join("proj");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::os::unix::fs::symlink("..", cwd.join("out")).unwrap();
+        let r = InlineRules {
+            rw: vec!["./out".into()],
+            ..Default::default()
+        };
+        let mut p = r.policy(&cwd, NetNamespace::Host).unwrap();
+        let e = p.resolve_relative(&cwd, Path::new("/home/u")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("leaves the working directory through a symlink"),
+            "{e}"
+        );
+        assert!(p.write.is_empty(), "{:?}", p.write);
     }
 }

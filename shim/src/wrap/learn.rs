@@ -91,10 +91,7 @@ fn child_exec(
     identity: Option<(u32, u32)>,
 ) -> ! {
     let fail = |msg: String, code: i32| -> ! {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("sandboy: {msg}\n").as_bytes(),
-        );
+        crate::error::print_line(&format!("sandboy: {msg}"));
         // SAFETY: _exit is always sound.
         unsafe { libc::_exit(code) }
     };

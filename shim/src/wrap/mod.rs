@@ -23,6 +23,7 @@ mod learn;
 mod loader;
 mod metadata;
 mod namespaces;
+mod nested;
 mod process;
 mod repository;
 mod stage;

@@ -200,7 +200,7 @@ fn mount_point(src: &Path, dst: &Path) -> Result<(), SetupError> {
 /// returned, since the host root is gone once this returns.
 pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> {
     // While host paths still resolve: what the commits must not change.
-    let beyond = stage::beyond_repositories(&policy.write);
+    let protected = super::commit::Protected::find(&policy.write);
     ctx(super::container::make_private().map_err(nix_io), || {
         "making / private".into()
     })?;
@@ -297,7 +297,7 @@ pub fn build_root(policy: &Policy, cwd: &Path) -> Result<Vec<Held>, SetupError> 
         if rw && src.is_dir() {
             let at = Path::new("/stage").join(held.len().to_string());
             let (merged, h) = ctx(
-                stage::stage_in_userns(policy, Path::new(p), &src, &at, &beyond),
+                stage::stage_in_userns(policy, Path::new(p), &src, &at, &protected),
                 || format!("staging write path {p}"),
             )?;
             held.push(h);

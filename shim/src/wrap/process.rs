@@ -12,7 +12,6 @@
 //! container's does with its pid namespace.
 
 use std::ffi::CString;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -298,7 +297,7 @@ pub fn confine_and_exec(
     listener_to: Option<std::os::fd::RawFd>,
 ) -> ! {
     let fail = |code: i32, msg: String| -> ! {
-        let _ = writeln!(std::io::stderr(), "sandboy: {msg}");
+        crate::error::print_line(&format!("sandboy: {msg}"));
         // SAFETY: _exit ends the process without running Rust destructors
         // the parent still owns (the ruleset fd, buffers); always sound.
         unsafe { libc::_exit(code) }
@@ -378,10 +377,9 @@ pub fn exec_failure(program: &Path, err: Errno, runnable: bool) -> (i32, String)
 
 /// The message for a program that is not there (exit status 127).
 pub fn not_found(name: &str) {
-    let _ = writeln!(
-        std::io::stderr(),
+    crate::error::print_line(&format!(
         "sandboy: {name}: command not found (looked in the PATH of the command's environment)"
-    );
+    ));
 }
 
 /// Look `name` up like `execvp`: as given when it has a '/', else in the

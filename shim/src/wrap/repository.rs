@@ -22,7 +22,8 @@
 //! path (a checkout, or a directory of checkouts), looked for in at most
 //! [`MAX_DIRS`] directories, each with at most [`MAX_BYTES`] of control
 //! files; a write path inside `.git` is the user's explicit grant. A
-//! repository the step makes is its output.
+//! repository the step makes below a checkout is removed and fails the
+//! run (`nested`); elsewhere it is its output.
 //!
 //! Held the same way: what git reads beyond a repository
 //! (`gitconfig::beyond`): the caller's global config files, every file a
@@ -67,6 +68,21 @@ pub(super) fn git_dirs(write: &[String]) -> Vec<PathBuf> {
         .iter()
         .flat_map(|w| repositories(Path::new(w)))
         .map(|(git, _)| git)
+        .collect()
+}
+
+/// The checkouts the hold finds in the write path `root`: the working
+/// trees of its `.git` directories and files (not bare repositories).
+pub(super) fn checkouts(root: &Path) -> Vec<PathBuf> {
+    repositories(root)
+        .into_iter()
+        .filter_map(|(git, names)| match names.as_slice() {
+            [one] if one == Path::new(".git") => Some(git),
+            _ if git.file_name().is_some_and(|n| n == ".git") => {
+                git.parent().map(Path::to_path_buf)
+            }
+            _ => None,
+        })
         .collect()
 }
 
@@ -172,8 +188,9 @@ struct Snapshot {
     watch: Option<PathBuf>,
 }
 
-/// The repositories of a run's write paths, held.
-pub struct Held(Vec<Snapshot>);
+/// The repositories of a run's write paths, held, and the trees of their
+/// checkouts, held against new repositories (`nested`).
+pub struct Held(Vec<Snapshot>, super::nested::Trees);
 
 impl Held {
     /// Copy the control files of every repository in the write paths.
@@ -224,12 +241,13 @@ impl Held {
                 watch,
             });
         }
-        Held(held)
+        Held(held, super::nested::Trees::take(write))
     }
 
-    /// After the step: put back what it changed. `Err` names the first
-    /// change (the run then fails), after everything was put back.
-    pub fn check(&self) -> Result<(), String> {
+    /// After the step: put back what it changed and remove a repository
+    /// it made below a checkout. `Err` names the first change (the run
+    /// then fails), after everything was put back.
+    pub fn check(&self, id: &str) -> Result<(), String> {
         let mut first = None;
         for s in &self.0 {
             if let Some(changed) = s.changed() {
@@ -240,7 +258,8 @@ impl Held {
                 });
             }
         }
-        first.map_or(Ok(()), Err)
+        let planted = self.1.check(id);
+        first.map_or(planted, Err)
     }
 }
 

@@ -49,9 +49,10 @@ pub struct Staged {
 #[derive(Debug)]
 pub struct Staging {
     pub paths: Vec<Staged>,
-    /// What git reads beyond the repositories in the write paths (global
-    /// configs, included files), found before the step: never committed.
-    beyond: Vec<PathBuf>,
+    /// What the commits may not change (what git reads beyond the
+    /// repositories, new repositories inside a checkout), found before
+    /// the step.
+    protected: commit::Protected,
 }
 
 /// Characters overlayfs' option string cannot carry unescaped.
@@ -87,7 +88,7 @@ impl Staging {
         }
         Ok(Staging {
             paths,
-            beyond: beyond_repositories(writes),
+            protected: commit::Protected::find(writes),
         })
     }
 
@@ -120,7 +121,7 @@ impl Staging {
         let mut total = Counts::default();
         for s in &self.paths {
             let c = if s.is_dir {
-                commit::commit_dir(&s.dir.join("upper"), &s.host, &self.beyond)
+                commit::commit_dir(&s.dir.join("upper"), &s.host, &self.protected)
             } else {
                 commit::commit_file(&s.merged, &s.host)
             }
@@ -296,7 +297,7 @@ fn caps(policy: &Policy) -> String {
 pub struct Held {
     pub host: PathBuf,
     /// See [`Staging`]'s field of that name.
-    beyond: Vec<PathBuf>,
+    protected: commit::Protected,
     upper: OwnedFd,
     host_dir: OwnedFd,
     store: OwnedFd,
@@ -310,7 +311,7 @@ pub fn stage_in_userns(
     host: &Path,
     lower: &Path,
     dir: &Path,
-    beyond: &[PathBuf],
+    protected: &commit::Protected,
 ) -> std::io::Result<(PathBuf, Held)> {
     if !option_safe(lower) {
         return Err(std::io::Error::other(format!(
@@ -335,7 +336,7 @@ pub fn stage_in_userns(
         .map_err(std::io::Error::from)
     };
     let held = Held {
-        beyond: beyond.to_vec(),
+        protected: protected.clone(),
         host: host.to_path_buf(),
         upper: open(&upper)?,
         host_dir: open(lower)?,
@@ -357,15 +358,9 @@ impl Held {
             self.host_dir.as_fd(),
             &self.host,
             commit::OPAQUE_USERNS,
-            &self.beyond,
+            &self.protected,
         )
     }
-}
-
-/// [`gitconfig::beyond`](super::gitconfig::beyond) of the repositories
-/// in the write paths `write`, read on the host.
-pub fn beyond_repositories(write: &[String]) -> Vec<PathBuf> {
-    super::gitconfig::beyond(write, &super::repository::git_dirs(write))
 }
 
 fn match_owner(path: &Path, like: &fs::Metadata) -> std::io::Result<()> {
