@@ -210,6 +210,93 @@ fn a_learned_policy_never_grants_a_home_directory() {
     assert_eq!(text(&sh("cat .ssh/id_ed25519").stdout), "KEY\n");
 }
 
+/// A name the step touched, made a link to `/` only after the call was
+/// observed (a missing name read first; a real file read, then swapped):
+/// never granted, since applying the policy would follow the link (a red
+/// team read `~/.ssh` with a policy learned that way). What the step
+/// really read is still learned and runs.
+#[test]
+fn a_name_linked_after_it_was_observed_is_never_granted() {
+    let test = "a_name_linked_after_it_was_observed_is_never_granted";
+    let Some(sandboy_bin) = need_sandboy(test) else {
+        return;
+    };
+    let Some(user) = TestUser::create(test) else {
+        return;
+    };
+    let dir = TempDir::new("learn-link");
+    let sandboy = user.reachable_copy(&sandboy_bin, &dir);
+    let home = std::path::PathBuf::from(format!("/home/{}", user.name));
+    let sh = |script: &str| capture(user.cmd("sh").args(["-c", script]).current_dir(&home));
+    assert_exit(
+        &sh("mkdir -p .ssh && echo KEY > .ssh/id_ed25519 && chmod 700 .ssh && chmod 600 .ssh/id_ed25519"),
+        0,
+    );
+    // Directly in a shared directory, as a step's scratch name would be
+    // (its write is never learned, so nothing subsumes the read); whole
+    // paths (`--collapse 0`), so no cut hides the name behind a directory.
+    let l = format!("/var/tmp/sandboy-learn-link-{}-l", std::process::id());
+    let s_ = format!("/var/tmp/sandboy-learn-link-{}-s", std::process::id());
+    // Removed even when an assertion fails.
+    struct Names([String; 2]);
+    impl Drop for Names {
+        fn drop(&mut self) {
+            for n in &self.0 {
+                let _ = fs::remove_file(n);
+            }
+        }
+    }
+    let _names = Names([l.clone(), s_.clone()]);
+    let steps = [
+        (
+            "missing",
+            format!("cat {l} 2>/dev/null; cat /etc/hostname >/dev/null; ln -s / {l}"),
+        ),
+        (
+            "swapped",
+            format!("echo d > {s_} && cat {s_} >/dev/null && cat /etc/hostname >/dev/null && rm {s_} && ln -s / {s_}"),
+        ),
+    ];
+    for (case, step) in steps {
+        let learned = home.join(format!("{case}.toml"));
+        let o = capture(
+            user.cmd(&sandboy)
+                .args(["wrap", "--collapse", "0", "--learn"])
+                .arg(&learned)
+                .args(["--", "sh", "-c", &step])
+                .current_dir(&home),
+        );
+        assert_exit(&o, 0);
+        let policy = fs::read_to_string(&learned).unwrap();
+        let read = policy
+            .lines()
+            .find(|l| l.starts_with("read = "))
+            .unwrap_or_default();
+        assert!(
+            !read.contains("sandboy-learn-link"),
+            "{case}: a link's name was granted:\n{policy}"
+        );
+        assert!(read.contains("\"/etc/hostname\""), "{case}: {policy}");
+        let confined = |path: &str| {
+            capture(
+                user.cmd(&sandboy)
+                    .args(["wrap", "--policy"])
+                    .arg(&learned)
+                    .args(["--", "cat", path])
+                    .current_dir(&home),
+            )
+        };
+        let key = confined(&format!("{}/.ssh/id_ed25519", home.display()));
+        assert!(
+            !key.status.success() && !text(&key.stdout).contains("KEY"),
+            "{case}: {}",
+            text(&key.stdout)
+        );
+        // Counterpart: what the step read runs under the learned policy.
+        assert_exit(&confined("/etc/hostname"), 0);
+    }
+}
+
 /// The script a learning container runs: a read, a directory made (`-p`:
 /// a mkdir of the existing /out first, which needs no rule) and a file
 /// written in a writable directory (by relative paths: resolved against

@@ -111,13 +111,29 @@ pub fn protected_write(path: &str, hidden: &[String]) -> bool {
         || std::path::Path::new(path).join(".git").exists()
 }
 
-/// [`protected_write`] for `list = "write"`, [`protected`] otherwise.
+/// [`protected_write`] for `list = "write"`, [`protected`] otherwise, of
+/// the path and of what it resolves to on this host: a rule on a link's
+/// name grants its target (a learned step linked a name it had touched to
+/// `/` before the policy was written; `suggest` took a report's name that
+/// was such a link). `/bin/sh` on a merged-/usr host is judged as
+/// `/usr/bin/dash` too, which stays grantable.
 pub fn protected_for(list: &str, path: &str, hidden: &[String]) -> bool {
-    if list == "write" {
-        protected_write(path, hidden)
-    } else {
-        protected(path, hidden)
-    }
+    let check = |p: &str| {
+        if list == "write" {
+            protected_write(p, hidden)
+        } else {
+            protected(p, hidden)
+        }
+    };
+    check(path) || resolved_elsewhere(path).is_some_and(|real| check(&real))
+}
+
+/// What `path` resolves to on this host, when that is another path (a
+/// link on the way); `None` when it does not resolve or is itself.
+pub fn resolved_elsewhere(path: &str) -> Option<String> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let real = real.to_str()?;
+    (real != path).then(|| real.to_string())
 }
 
 /// The caller's `$XDG_RUNTIME_DIR` and sandboy's user caches (compiled
@@ -257,6 +273,22 @@ fn glob_match(pattern: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_is_judged_by_its_target_too() {
+        let dir = std::env::temp_dir().join(format!("sandboy-protect-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("plain")).unwrap();
+        std::os::unix::fs::symlink("/", dir.join("root")).unwrap();
+        std::os::unix::fs::symlink("/usr", dir.join("usr")).unwrap();
+        let at = |n: &str| dir.join(n).to_str().unwrap().to_string();
+        assert!(protected_for("read", &at("root"), &[]), "a link to /");
+        assert!(!protected_for("read", &at("usr"), &[]), "a link to /usr");
+        assert!(!protected_for("read", &at("plain"), &[]), "a directory");
+        assert_eq!(resolved_elsewhere(&at("root")).as_deref(), Some("/"));
+        assert_eq!(resolved_elsewhere(&at("plain")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn paths_have_one_spelling() {

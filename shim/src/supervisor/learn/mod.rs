@@ -74,8 +74,17 @@ pub fn write_policy(
     seen: &Observed,
 ) -> Result<()> {
     let exists = |p: &str| match origin.root {
-        // The host is still there: what exists now.
-        Root::Host => Path::new(p).exists(),
+        // The host is still there: what exists now, as it was observed.
+        // Observed paths are recorded as they resolved, so one that now
+        // resolves elsewhere was made a link after the call (a red team's
+        // step read a missing name, then linked it to `/`): never granted.
+        Root::Host => match sandboy_spec_gen::suggest::protect::resolved_elsewhere(p) {
+            Some(real) => {
+                tracing::warn!(policy = %learn.out.display(), path = p, now = %real, "learn: not granted: the path resolves elsewhere than when it was observed (a link made meanwhile)");
+                false
+            }
+            None => Path::new(p).exists(),
+        },
         Root::Caller => seen.existed(p),
     };
     let (edits, notes) = seen.edits(learn.depth, &origin.hidden, &exists);
