@@ -856,3 +856,56 @@ fn wrap_refuses_to_commit_a_repository_made_inside_a_checkout() {
     assert_exit(&o, 0);
     assert!(out.join("proj/src/a.c").is_file() && out.join("made/.git/HEAD").is_file());
 }
+
+/// Root wrap's commit of a link the step made in a checkout into a
+/// repository it made in another write path (staged there, not on the
+/// host yet): refused whole, naming the link; a link to a system file and
+/// one within the checkout land.
+#[test]
+fn wrap_refuses_to_commit_a_link_into_a_repository_it_made() {
+    let t = "wrap_refuses_to_commit_a_link_into_a_repository_it_made";
+    if !need_root(t) {
+        return;
+    }
+    let dir = TempDir::new("wraplink");
+    let p = policy(dir.path(), "");
+    let (out, out2) = (dir.path().join("out"), dir.path().join("out2"));
+    let two = fs::read_to_string(&p).unwrap().replace(
+        "\"/dev/null\"]",
+        &format!("\"{}\", \"/dev/null\"]", out2.display()),
+    );
+    fs::write(&p, two).unwrap();
+    fs::create_dir_all(out.join("proj/.git/objects")).unwrap();
+    fs::create_dir_all(out.join("proj/src")).unwrap();
+    fs::create_dir_all(&out2).unwrap();
+    fs::write(out.join("proj/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    assert!(Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .args([&out, &out2])
+        .status()
+        .unwrap()
+        .success());
+    let rt = Runtime::sandboy();
+    let run = |script: &str| {
+        let id = unique_id("wraplink");
+        let o = capture(&mut wrap(&rt, &p, &id, &["sh", "-c", script]));
+        assert_clean(&rt, &id);
+        o
+    };
+    let (at, at2) = (out.display(), out2.display());
+    let o = run(&format!(
+        "echo x > {at}/proj/src/a.c && mkdir -p {at2}/r/.git/objects && echo 'ref: refs/heads/main' > {at2}/r/.git/HEAD && ln -s ../../out2/r {at}/proj/evil"
+    ));
+    assert_exit(&o, 1);
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("refusing to commit") && e.contains("proj/evil"),
+        "{e}"
+    );
+    assert!(fs::symlink_metadata(out.join("proj/evil")).is_err() && !out2.join("r").exists());
+    let o = run(&format!(
+        "ln -s /usr/bin/env {at}/proj/python && ln -s src {at}/proj/lib"
+    ));
+    assert_exit(&o, 0);
+    assert!(out.join("proj/python").is_file() && out.join("proj/lib").is_dir());
+}

@@ -1620,6 +1620,93 @@ fn a_repository_made_inside_a_checkout_is_refused() {
     }
 }
 
+/// A red team's follow-up: a step under `--rw . --rw ../out2` made a
+/// repository in `out2` (a write path outside every checkout, where
+/// repositories are output) and replaced `proj/src` with a link to it; the
+/// user's next `git` in `proj/src` ran its `core.fsmonitor` outside any
+/// sandbox. A link the step makes below a checkout into a repository other
+/// than its own is removed (landlock tier) or refuses the commit
+/// (namespaces tier), in another write path or beside the checkout in the
+/// same one (`--rw ..`); links to a system file, within the checkout and
+/// to a directory without a `.git` land.
+#[test]
+fn a_link_into_a_repository_made_in_another_write_path_is_refused() {
+    let t = "a_link_into_a_repository_made_in_another_write_path_is_refused";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let out = env.dir.path().join("out");
+    let at = out.display();
+    let reset = format!(
+        "cd {at} && rm -rf proj/src proj/evil proj/lib proj/python proj/store out2 evil && mkdir -p proj/.git/objects proj/src out2 && echo 'ref: refs/heads/main' > proj/.git/HEAD && echo x > proj/src/a.c && chown -R {}:{} {at}",
+        env.user.uid, env.user.gid
+    );
+    let repo = "mkdir -p $1/.git/objects $1/sub && echo 'ref: refs/heads/main' > $1/.git/HEAD && printf '[core]\\n\\tfsmonitor = id\\n' > $1/.git/config";
+    let refused = [
+        (
+            "../out2",
+            format!("set -- ../out2/r; {repo}; rm -r src && ln -s ../out2/r src"),
+            "proj/src",
+        ),
+        (
+            "../out2",
+            format!("set -- ../out2/r; {repo}; ln -s {at}/out2/r/sub src/deep"),
+            "proj/src/deep",
+        ),
+        (
+            "..",
+            format!("set -- ../evil; {repo}; ln -s ../evil evil"),
+            "proj/evil",
+        ),
+    ];
+    let mut tiers = vec![("landlock", "it was removed")];
+    if namespaces_work(&env) {
+        tiers.push(("namespaces", "refusing to commit"));
+    } else {
+        skip(
+            t,
+            "namespaces tier: unprivileged user namespaces are refused here",
+        );
+    }
+    for (tier, refusal) in tiers {
+        let run = |rw: &str, script: &str| {
+            let mut c = env.user.cmd(&env.sandboy);
+            c.args(["wrap", "--isolation", tier, "--ro", "/etc"])
+                .args(["--exec", "/usr/bin", "--rw", ".", "--rw", rw])
+                .args(["--", "sh", "-c", script])
+                .current_dir(out.join("proj"));
+            output_timeout(&mut c, std::time::Duration::from_secs(60))
+        };
+        for (rw, script, link) in &refused {
+            assert_exit(&capture(Command::new("sh").args(["-c", &reset])), 0);
+            let o = run(rw, &format!("echo made > src/new.c; {script}"));
+            assert_exit(&o, 1);
+            let e = text(&o.stderr);
+            assert!(
+                e.contains(refusal) && e.contains(link),
+                "{tier}: {link}: {e}"
+            );
+            let left = fs::symlink_metadata(out.join(link));
+            assert!(!left.is_ok_and(|m| m.is_symlink()), "{tier}: {link} stayed");
+            if tier == "namespaces" {
+                assert!(!out.join("proj/src/new.c").exists(), "{tier}: committed");
+            }
+        }
+        // Allowed: a venv-style link to a system file, a link within the
+        // checkout, a link to a store without a `.git` in the other path.
+        assert_exit(&capture(Command::new("sh").args(["-c", &reset])), 0);
+        let o = run(
+            "../out2",
+            "ln -s /usr/bin/env python && ln -s src lib && mkdir ../out2/store && ln -s ../out2/store store",
+        );
+        assert_exit(&o, 0);
+        for link in ["python", "lib", "store"] {
+            let m = fs::symlink_metadata(out.join("proj").join(link));
+            assert!(m.is_ok_and(|m| m.is_symlink()), "{tier}: {link}");
+        }
+    }
+}
+
 /// Inline flags are anchored and checked like a policy file's relative
 /// entries: a checkout's committed `out -> ..` does not make `--rw ./out`
 /// grant the directory above it (a red team read `~/.ssh` and wrote

@@ -36,7 +36,10 @@
 //!   one: `nested`), which git would take for the repository of every
 //!   command run below it (a repository the step made elsewhere, such as
 //!   a `git clone` into an output directory, is committed as its
-//!   output). The user's next `git`
+//!   output), and a link the step made there into a repository other
+//!   than its directory's (`nested::Links`: `src -> ../out/r`, where the
+//!   step made `out/r/.git`), looked at as the step left every write
+//!   path (`nested::View`). The user's next `git`
 //!   runs what those say (`core.fsmonitor`, hooks, filters) outside any
 //!   sandbox: a red team's step under `--rw .` planted a `pre-commit` hook
 //!   that read `~/.ssh`. A write path inside `.git` is the user's explicit
@@ -170,6 +173,9 @@ pub struct Protected {
     /// The write paths that lie inside a host checkout
     /// (`nested::inside_checkout`): no repository may be made in them.
     pub in_checkout: Vec<PathBuf>,
+    /// Where the links the step made below a checkout are followed
+    /// (`nested::Links`).
+    pub view: super::nested::View,
 }
 
 impl Protected {
@@ -182,6 +188,7 @@ impl Protected {
                 .map(PathBuf::from)
                 .filter(|w| super::nested::inside_checkout(w))
                 .collect(),
+            view: super::nested::View::default(),
         }
     }
 }
@@ -213,7 +220,8 @@ pub fn commit_dir_fds(
         } else {
             Within::Tree
         };
-        let planted = match repository_control(up, Some(to), host, start)? {
+        let mut links = super::nested::Links::new(&protected.view);
+        let planted = match repository_control(up, Some(to), host, start, &mut links)? {
             Some(p) => Some(p),
             None => staged_held(up, host, &protected.beyond)?.map(Planted::Control),
         };
@@ -243,10 +251,12 @@ enum Within {
 }
 
 /// What a commit refuses: a control file of a repository the host has,
-/// or a repository the step made below a host checkout.
+/// a repository the step made below a host checkout, or a link it made
+/// there into another repository (`None`: past the links it follows).
 enum Planted {
     Control(PathBuf),
     Repository(PathBuf),
+    Link(PathBuf, Option<PathBuf>),
 }
 
 impl Planted {
@@ -260,6 +270,11 @@ impl Planted {
                 (p, why)
             }
             Planted::Repository(p) => (p, "a repository made inside a checkout is the one git uses below it, and the next git command there runs its config and hooks outside any sandbox; nothing was written (make it in a write path outside the checkout)".to_string()),
+            Planted::Link(p, Some(repo)) => {
+                let why = format!("a link made inside a checkout into the repository {} takes the next git command run through it there, which runs that repository's config and hooks outside any sandbox; nothing was written", repo.display());
+                (p, why)
+            }
+            Planted::Link(p, None) => (p, format!("the step's links inside a checkout lead through more than {} links, past what sandboy follows to see whether they lead into a repository; nothing was written", super::nested::MAX_LINKS)),
         };
         CommitError {
             what: "refusing to commit",
@@ -279,6 +294,7 @@ fn repository_control(
     host: Option<BorrowedFd<'_>>,
     at: &Path,
     within: Within,
+    links: &mut super::nested::Links<'_>,
 ) -> Result<Option<Planted>, CommitError> {
     let has_git = |h: BorrowedFd<'_>| lstat(h, c".git").ok().flatten().is_some();
     // Git takes a directory with a `.git` for a working tree's top.
@@ -305,6 +321,11 @@ fn repository_control(
             continue;
         };
         let is_dir = file_type(&st) == FileType::Directory;
+        if within == Within::Checkout && file_type(&st) == FileType::Symlink {
+            if let Some(planted) = link_into_repository(links, path.clone()) {
+                return Ok(Some(planted));
+            }
+        }
         // The host's directory of that name, never through a link.
         let host_sub = host.and_then(|h| open_dir(h, name).ok());
         // The host's own repository (a worktree's or submodule's `.git` is
@@ -323,12 +344,22 @@ fn repository_control(
         if is_dir {
             let sub = open_dir(dir, name).map_err(err("opening staged", &path))?;
             let host_sub = host_sub.as_ref().map(|h| h.as_fd());
-            if let Some(p) = repository_control(sub.as_fd(), host_sub, &path, next)? {
+            if let Some(p) = repository_control(sub.as_fd(), host_sub, &path, next, links)? {
                 return Ok(Some(p));
             }
         }
     }
     Ok(None)
+}
+
+/// The staged link at the host path `path`, below a checkout, if it leads
+/// into another repository or past the hops `links` may still follow.
+fn link_into_repository(links: &mut super::nested::Links<'_>, path: PathBuf) -> Option<Planted> {
+    match links.foreign_repository(&path) {
+        Ok(None) => None,
+        Ok(repo) => Some(Planted::Link(path, repo)),
+        Err(super::nested::Spent) => Some(Planted::Link(path, None)),
+    }
 }
 
 /// Where [`repository_control`] goes from the staged entry `name` it

@@ -15,20 +15,39 @@
 //! A repository the step makes in a write path outside every checkout
 //! (a `git clone` into `out/`) is its output.
 //!
+//! git starts that walk from the *physical* directory, so a link is a way
+//! into a repository too: a red team's step under `--rw . --rw ../out2`
+//! made `../out2/r/.git` (output, allowed) and replaced `src` with
+//! `src -> ../out2/r`; the user's next `git status` in `src` ran its
+//! `core.fsmonitor`. So a link the step made or changed below a host
+//! checkout is resolved after the step, link by link as the kernel would
+//! ([`Links`]), and held like a planted `.git` when its target lies at or
+//! below a directory with a `.git` other than the repository the link's
+//! own directory belongs to (a new one in another write path, or one the
+//! host had). The rule is that narrow on purpose: links to anything
+//! without a `.git` above it (a venv's `bin/python -> /usr/bin/python3`,
+//! `node_modules/.bin` links within the checkout, a package store) are
+//! the step's output. A link the checkout already had is its content,
+//! even if the step makes a repository where it points.
+//!
 //! The landlock tier looks through the live tree, so its look is bounded
 //! like the hold's: checkouts are found [`repository::DEPTH`] levels below
 //! a write path, and below each, the first [`repository::MAX_DIRS`]
 //! directories (breadth-first, the ones the tree had before the step
-//! first) are looked through; a `.git` made beyond them stays (a warning
-//! says the look stopped). The commit reads only what the step wrote, all
-//! of it.
+//! first) are looked through; a `.git` or link made beyond them stays (a
+//! warning says the look stopped), and so do the links left once
+//! [`MAX_LINKS`] hops have been followed in a tree (a warning). The commit
+//! reads only what the step wrote, all of it, and refuses a commit whose
+//! links need more than [`MAX_LINKS`] hops (nothing is lost: nothing was
+//! written).
 //!
 //! [`repository::DEPTH`]: super::repository::DEPTH
 //! [`repository::MAX_DIRS`]: super::repository::MAX_DIRS
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::OsString;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::repository::MAX_DIRS;
 
@@ -62,11 +81,21 @@ fn roots(write: &[String]) -> Vec<PathBuf> {
 }
 
 /// One working tree as the landlock tier saw it before the step: the
-/// directories it read, and their subdirectories and `.git` entries.
+/// directories it read, their subdirectories and `.git` entries, and
+/// their links with their targets.
 struct Tree {
     root: PathBuf,
     read: HashSet<PathBuf>,
     seen: HashSet<PathBuf>,
+    links: HashMap<PathBuf, PathBuf>,
+}
+
+/// What the step made in a tree: `.git` entries, and links it made or
+/// changed.
+#[derive(Default)]
+struct Made {
+    gits: Vec<PathBuf>,
+    links: Vec<PathBuf>,
 }
 
 /// The working trees of a run's write paths, held against new
@@ -80,32 +109,61 @@ impl Trees {
     }
 
     /// After the step, once its processes are all gone: remove each
-    /// `.git` it made below a checkout. `Err` names the first.
+    /// `.git` it made below a checkout, then each link it made there into
+    /// a repository (`Links`). `Err` names the first.
     pub fn check(&self, id: &str) -> Result<(), String> {
         let mut first = None;
         for t in &self.0 {
-            for planted in t.planted(id) {
+            let made = t.planted(id);
+            for planted in made.gits {
                 let removed = remove(&planted);
-                first.get_or_insert(match removed {
-                    Ok(()) => format!("the step made a repository at {}, inside the checkout {}; git runs its config and hooks in your next git command there, outside any sandbox, so it was removed", planted.display(), t.root.display()),
-                    Err(e) => format!("the step made a repository at {}, inside the checkout {}, and removing it failed ({e}): remove it before running git there", planted.display(), t.root.display()),
-                });
+                first.get_or_insert(refusal("a repository", &planted, &t.root, removed));
+            }
+            for (link, repo) in t.foreign_links(&made.links, id) {
+                let what = format!("a link into the repository {}", repo.display());
+                let removed = fs::remove_file(&link);
+                first.get_or_insert(refusal(&what, &link, &t.root, removed));
             }
         }
         first.map_or(Ok(()), Err)
     }
 }
 
-/// A directory's entries as (path, is a directory, is `.git`), never
-/// through a link.
-fn entries(dir: &Path) -> Vec<(PathBuf, bool, bool)> {
+/// The line that says the step made `what` at `path` in the checkout
+/// `root`, and whether it was `removed`.
+fn refusal(what: &str, path: &Path, root: &Path, removed: std::io::Result<()>) -> String {
+    let made = format!(
+        "the step made {what} at {}, inside the checkout {}",
+        path.display(),
+        root.display()
+    );
+    match removed {
+        Ok(()) => format!("{made}; git runs that repository's config and hooks in your next git command there, outside any sandbox, so it was removed"),
+        Err(e) => format!("{made}, and removing it failed ({e}): remove it before running git there"),
+    }
+}
+
+/// One entry of a directory, never looked at through a link.
+struct Entry {
+    path: PathBuf,
+    is_dir: bool,
+    is_git: bool,
+    is_link: bool,
+}
+
+fn entries(dir: &Path) -> Vec<Entry> {
     let Ok(list) = fs::read_dir(dir) else {
         return Vec::new();
     };
     list.flatten()
         .map(|e| {
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            (e.path(), is_dir, e.file_name() == ".git")
+            let kind = e.file_type().ok();
+            Entry {
+                path: e.path(),
+                is_dir: kind.is_some_and(|t| t.is_dir()),
+                is_git: e.file_name() == ".git",
+                is_link: kind.is_some_and(|t| t.is_symlink()),
+            }
         })
         .collect()
 }
@@ -116,18 +174,24 @@ impl Tree {
             root,
             read: HashSet::new(),
             seen: HashSet::new(),
+            links: HashMap::new(),
         };
         let mut queue = VecDeque::from([t.root.clone()]);
         while let Some(dir) = queue.pop_front() {
             if t.read.len() >= MAX_DIRS {
                 break;
             }
-            for (path, is_dir, is_git) in entries(&dir) {
-                if is_dir && !is_git {
-                    queue.push_back(path.clone());
+            for e in entries(&dir) {
+                if e.is_link && !e.is_git {
+                    if let Ok(target) = fs::read_link(&e.path) {
+                        t.links.insert(e.path.clone(), target);
+                    }
                 }
-                if is_dir || is_git {
-                    t.seen.insert(path);
+                if e.is_dir && !e.is_git {
+                    queue.push_back(e.path.clone());
+                }
+                if e.is_dir || e.is_git {
+                    t.seen.insert(e.path);
                 }
             }
             t.read.insert(dir);
@@ -135,12 +199,12 @@ impl Tree {
         t
     }
 
-    /// The `.git` entries the step made: in a directory read before the
-    /// step that had none, or in a directory the step made. Directories
-    /// the tree had are looked through first, so new ones cannot crowd
-    /// them out of the bound.
-    fn planted(&self, id: &str) -> Vec<PathBuf> {
-        let mut planted = Vec::new();
+    /// The `.git` entries the step made, and the links it made or changed:
+    /// in a directory read before the step, or in a directory the step
+    /// made. Directories the tree had are looked through first, so new
+    /// ones cannot crowd them out of the bound.
+    fn planted(&self, id: &str) -> Made {
+        let mut made = Made::default();
         // (directory, made by the step)
         let (mut old, mut new) = (VecDeque::from([self.root.clone()]), VecDeque::new());
         let mut visited = 0;
@@ -151,21 +215,49 @@ impl Tree {
         {
             visited += 1;
             if visited > MAX_DIRS {
-                tracing::warn!(%id, root = %self.root.display(), "wrap: this checkout has more than {MAX_DIRS} directories; a repository the step made beyond them was not looked for");
+                tracing::warn!(%id, root = %self.root.display(), "wrap: this checkout has more than {MAX_DIRS} directories; a repository or link the step made beyond them was not looked for");
                 break;
             }
             let known = self.read.contains(&dir);
-            for (path, is_dir, is_git) in entries(&dir) {
-                let made = fresh || (known && !self.seen.contains(&path));
-                match (is_git, is_dir) {
-                    (true, _) if made => planted.push(path),
+            for e in entries(&dir) {
+                let is_new = fresh || (known && !self.seen.contains(&e.path));
+                let link = e.is_link && !e.is_git;
+                if link && (fresh || (known && self.changed_link(&e.path))) {
+                    made.links.push(e.path.clone());
+                }
+                match (e.is_git, e.is_dir) {
+                    (true, _) if is_new => made.gits.push(e.path),
                     (true, _) | (false, false) => {}
-                    (false, true) if made => new.push_back(path),
-                    (false, true) => old.push_back(path),
+                    (false, true) if is_new => new.push_back(e.path),
+                    (false, true) => old.push_back(e.path),
                 }
             }
         }
-        planted
+        made
+    }
+
+    /// Whether the link at `path` is not the one the tree had there.
+    fn changed_link(&self, path: &Path) -> bool {
+        self.links.get(path) != fs::read_link(path).ok().as_ref()
+    }
+
+    /// Of the links the step made or changed, those into a repository
+    /// other than their directory's, with it; up to [`MAX_LINKS`] hops.
+    fn foreign_links(&self, links: &[PathBuf], id: &str) -> Vec<(PathBuf, PathBuf)> {
+        let view = View::default();
+        let mut follow = Links::new(&view);
+        let mut foreign = Vec::new();
+        for link in links {
+            match follow.foreign_repository(link) {
+                Ok(Some(repo)) => foreign.push((link.clone(), repo)),
+                Ok(None) => {}
+                Err(Spent) => {
+                    tracing::warn!(%id, root = %self.root.display(), "wrap: the step's links in this checkout lead through more than {MAX_LINKS} links; the rest were not followed");
+                    break;
+                }
+            }
+        }
+        foreign
     }
 }
 
@@ -176,6 +268,134 @@ fn remove(path: &Path) -> std::io::Result<()> {
     } else {
         fs::remove_file(path)
     }
+}
+
+/// Link hops followed per held tree (the landlock tier's look, one
+/// commit's walk): each link met while resolving the step's links counts.
+pub(super) const MAX_LINKS: usize = 10_000;
+
+/// Hops one resolution follows before it gives up, as the kernel does
+/// (`ELOOP`): such a link cannot be entered, so it leads nowhere.
+const MAX_HOPS: usize = 40;
+
+/// Where a host path is looked at after the step. The landlock tier and
+/// the namespaces tier's pid 1 (whose root shows each staged write path's
+/// merged view at its path) look at the path itself; root wrap's commit
+/// looks at each staged write path through its merged view, so a
+/// repository another write path staged counts before it is committed.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// (write path on the host, its merged view), longest first.
+    staged: Vec<(PathBuf, PathBuf)>,
+}
+
+impl View {
+    /// Root wrap's: each `(write path, merged view)` pair, a nested write
+    /// path before the one it is in, as its bind lies on top.
+    pub fn staged(mut staged: Vec<(PathBuf, PathBuf)>) -> View {
+        staged.sort_by_key(|(host, _)| std::cmp::Reverse(host.as_os_str().len()));
+        View { staged }
+    }
+
+    /// Where the host path `p` is looked at.
+    fn at(&self, p: &Path) -> PathBuf {
+        self.staged
+            .iter()
+            .find_map(|(host, merged)| Some(merged.join(p.strip_prefix(host).ok()?)))
+            .unwrap_or_else(|| p.to_path_buf())
+    }
+
+    fn exists(&self, p: &Path) -> bool {
+        fs::symlink_metadata(self.at(p)).is_ok()
+    }
+
+    fn read_link(&self, p: &Path) -> Option<PathBuf> {
+        let at = self.at(p);
+        fs::symlink_metadata(&at).ok()?.is_symlink().then_some(())?;
+        fs::read_link(at).ok()
+    }
+}
+
+/// The link bound of one tree is spent: the link was not followed.
+#[derive(Debug)]
+pub(super) struct Spent;
+
+/// Follows the links a step made below a checkout, up to [`MAX_LINKS`]
+/// hops in all (one tree's worth; see the module's documentation).
+pub(super) struct Links<'v> {
+    view: &'v View,
+    left: usize,
+}
+
+impl<'v> Links<'v> {
+    pub fn new(view: &'v View) -> Links<'v> {
+        Links {
+            view,
+            left: MAX_LINKS,
+        }
+    }
+
+    /// The repository other than its own directory's that the link at the
+    /// host path `link` leads into, if any.
+    pub fn foreign_repository(&mut self, link: &Path) -> Result<Option<PathBuf>, Spent> {
+        let own = match link.parent() {
+            Some(dir) => self.resolve(dir)?.and_then(|d| self.repository(&d)),
+            None => None,
+        };
+        let theirs = self.resolve(link)?.and_then(|t| self.repository(&t));
+        Ok(theirs.filter(|t| Some(t) != own.as_ref()))
+    }
+
+    /// The nearest directory at or above the physical path `p` that has a
+    /// `.git` (directory, `gitdir:` file or link): git's own walk up.
+    fn repository(&self, p: &Path) -> Option<PathBuf> {
+        p.ancestors()
+            .find(|a| self.view.exists(&a.join(".git")))
+            .map(Path::to_path_buf)
+    }
+
+    /// The physical path of the absolute path `p`, link by link (relative
+    /// targets against their directory; what does not exist is taken as
+    /// named). `None`: a loop, which cannot be entered.
+    fn resolve(&mut self, p: &Path) -> Result<Option<PathBuf>, Spent> {
+        let mut done = PathBuf::from("/");
+        let mut rest = names(p);
+        let mut hops = 0;
+        while let Some(name) = rest.pop_front() {
+            if name == ".." {
+                done.pop();
+                continue;
+            }
+            let next = done.join(&name);
+            let Some(target) = self.view.read_link(&next) else {
+                done = next;
+                continue;
+            };
+            self.left = self.left.checked_sub(1).ok_or(Spent)?;
+            hops += 1;
+            if hops > MAX_HOPS {
+                return Ok(None);
+            }
+            if target.is_absolute() {
+                done = PathBuf::from("/");
+            }
+            for n in names(&target).into_iter().rev() {
+                rest.push_front(n);
+            }
+        }
+        Ok(Some(done))
+    }
+}
+
+/// The names of `p` to walk, `..` kept (a link may stand before it).
+fn names(p: &Path) -> VecDeque<OsString> {
+    p.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -234,5 +454,60 @@ mod tests {
         let write = [root.join("proj/src"), root.join("plain/out")];
         let write = write.map(|p| p.display().to_string());
         assert_eq!(roots(&write), [root.join("proj/src")]);
+    }
+
+    #[test]
+    fn a_link_the_step_made_into_another_repository_is_removed() {
+        use std::os::unix::fs::symlink;
+        let tmp = crate::test_support::TempDir::new("nested-links");
+        let root = tmp.path();
+        mkdirs(
+            root,
+            &["proj/.git", "proj/src", "proj/lib", "out", "sys/bin"],
+        );
+        fs::write(root.join("sys/bin/python3"), "").unwrap();
+        symlink("../out/old", root.join("proj/had")).unwrap();
+        let write = [root.join("proj"), root.join("out")].map(|p| p.display().to_string());
+        let held = Trees::take(&write);
+        // The step makes a repository where repositories are output, and
+        // links into it, through a link it also made, and elsewhere.
+        mkdirs(
+            root,
+            &["out/r/.git", "out/r/sub", "out/old/.git", "proj/new"],
+        );
+        fs::remove_dir(root.join("proj/src")).unwrap();
+        symlink("../out/r", root.join("proj/src")).unwrap();
+        symlink(root.join("proj/src/sub"), root.join("proj/new/deep")).unwrap();
+        symlink(root.join("sys/bin/python3"), root.join("proj/new/python")).unwrap();
+        symlink("../lib", root.join("proj/new/lib")).unwrap();
+        let e = held.check("t").unwrap_err();
+        assert!(
+            e.contains("a link into the repository") && e.contains("proj/src"),
+            "{e}"
+        );
+        for gone in ["proj/src", "proj/new/deep"] {
+            assert!(fs::symlink_metadata(root.join(gone)).is_err(), "{gone}");
+        }
+        // A link to a system file, one within the checkout, and one the
+        // checkout had stay.
+        for kept in ["proj/new/python", "proj/new/lib", "proj/had"] {
+            assert!(fs::symlink_metadata(root.join(kept)).is_ok(), "{kept}");
+        }
+        assert!(held.check("t").is_ok());
+    }
+
+    #[test]
+    fn a_staged_view_shows_a_repository_before_it_is_committed() {
+        use std::os::unix::fs::symlink;
+        let tmp = crate::test_support::TempDir::new("nested-view");
+        let root = tmp.path();
+        mkdirs(root, &["proj/.git", "out", "merged/r/.git"]);
+        symlink(root.join("out/r/x"), root.join("proj/link")).unwrap();
+        let view = View::staged(vec![(root.join("out"), root.join("merged"))]);
+        let repo = Links::new(&view).foreign_repository(&root.join("proj/link"));
+        assert_eq!(repo.unwrap(), Some(root.join("out/r")));
+        let host = View::default();
+        let repo = Links::new(&host).foreign_repository(&root.join("proj/link"));
+        assert_eq!(repo.unwrap(), None);
     }
 }

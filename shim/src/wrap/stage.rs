@@ -86,10 +86,18 @@ impl Staging {
                 is_dir,
             });
         }
-        Ok(Staging {
-            paths,
-            protected: commit::Protected::find(writes),
-        })
+        // The commit looks at the other write paths as the step left
+        // them: a repository staged in one is not on the host yet.
+        let view = paths
+            .iter()
+            .filter(|s| s.is_dir)
+            .map(|s| (s.host.clone(), s.merged.clone()))
+            .collect();
+        let protected = commit::Protected {
+            view: super::nested::View::staged(view),
+            ..commit::Protected::find(writes)
+        };
+        Ok(Staging { paths, protected })
     }
 
     /// Mount every staging (tmpfs, then the overlay or the file copy), in
