@@ -1186,25 +1186,31 @@ fn unix_sockets_are_refused_unless_the_policy_opens_them() {
 /// outside the sandbox, and a System V segment of that user's, are out of
 /// the step's reach (prlimit could kill the watchdog with RLIMIT_CPU and
 /// lose the timeout); the step's own limits and priority stay its own.
-#[test]
-fn the_users_other_processes_and_ipc_are_out_of_reach() {
+/// Another process of the test user, outside any sandbox, and the first
+/// line it prints (its pid, the terminal it holds…).
+fn victim(env: &Env, program: &str, args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
-    let t = "the_users_other_processes_and_ipc_are_out_of_reach";
-    let Some(env) = Env::new(t) else {
-        return;
-    };
-    let mut victim = env
+    let mut child = env
         .user
-        .cmd("sh")
-        .args(["-c", "echo $$; exec sleep 60"])
+        .cmd(program)
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufReader::new(victim.stdout.take().unwrap())
+    std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let pid = line.trim().to_string();
+    (child, line.trim().to_string())
+}
+
+#[test]
+fn the_users_other_processes_and_ipc_are_out_of_reach() {
+    let t = "the_users_other_processes_and_ipc_are_out_of_reach";
+    let Some(env) = Env::new(t) else {
+        return;
+    };
+    let (mut victim, pid) = victim(&env, "sh", &["-c", "echo $$; exec sleep 60"]);
     let key = format!("5b0e{:04x}", std::process::id() & 0xffff);
     let outside = |args: &[&str]| capture(env.user.cmd(&env.probe).args(args));
     // Outside the sandbox the user reaches both (so the refusals below are
@@ -1303,7 +1309,6 @@ fn the_users_other_processes_and_ipc_are_out_of_reach() {
 /// `/dev/pts` itself gets it.
 #[test]
 fn the_users_other_terminals_are_not_granted_by_a_wider_grant() {
-    use std::io::BufRead;
     let t = "the_users_other_terminals_are_not_granted_by_a_wider_grant";
     let Some(env) = Env::new(t) else {
         return;
@@ -1312,21 +1317,14 @@ fn the_users_other_terminals_are_not_granted_by_a_wider_grant() {
         return;
     }
     // A terminal of the user's, held open by another of its processes.
-    let mut victim = env
-        .user
-        .cmd("python3")
-        .args([
+    let (mut victim, tty) = victim(
+        &env,
+        "python3",
+        &[
             "-c",
             "import os,pty,time; m,s=pty.openpty(); print(os.ttyname(s), flush=True); time.sleep(60)",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut tty = String::new();
-    std::io::BufReader::new(victim.stdout.take().unwrap())
-        .read_line(&mut tty)
-        .unwrap();
-    let tty = tty.trim().to_string();
+        ],
+    );
     assert!(tty.starts_with("/dev/pts/"), "{tty}");
     let bin = env.p("bin");
     let run = |grants: &[&str], args: &[&str]| {

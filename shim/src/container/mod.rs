@@ -23,7 +23,7 @@ pub(crate) mod identity;
 pub mod learn;
 pub mod limits;
 pub mod loopback;
-mod mounts;
+pub mod mounts;
 pub mod poststop;
 pub mod rootfs_hook;
 pub mod rootless;

@@ -87,8 +87,9 @@ pub fn resolve(rootfs: &Path, dest: &Path) -> std::io::Result<PathBuf> {
     Ok(cur.iter().fold(PathBuf::from("/"), |p, c| p.join(c)))
 }
 
-/// Normal and `..` components of a path, `.` and the root dropped.
-fn components(p: &Path) -> Vec<OsString> {
+/// Normal and `..` components of a path, `.` and the root dropped (`..`
+/// kept: a link may stand before it).
+pub fn components(p: &Path) -> Vec<OsString> {
     p.components()
         .filter_map(|c| match c {
             Component::Normal(n) => Some(n.to_os_string()),

@@ -47,7 +47,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::repository::MAX_DIRS;
 
@@ -389,13 +389,7 @@ impl<'v> Links<'v> {
 
 /// The names of `p` to walk, `..` kept (a link may stand before it).
 fn names(p: &Path) -> VecDeque<OsString> {
-    p.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_os_string()),
-            Component::ParentDir => Some(OsString::from("..")),
-            _ => None,
-        })
-        .collect()
+    crate::container::mounts::components(p).into()
 }
 
 #[cfg(test)]
