@@ -1354,6 +1354,28 @@ fn the_users_other_terminals_are_not_granted_by_a_wider_grant() {
         true,
         "--ro /: /dev/null",
     );
+    // Through a link (one a step could have left in an earlier run): the
+    // grant is judged by what it resolves to.
+    let out = env.p("out");
+    let dev_link = format!("{out}/dev-link");
+    let tty_link = format!("{out}/tty-link");
+    assert_exit(
+        &capture(env.user.cmd("ln").args(["-s", "/dev", &dev_link])),
+        0,
+    );
+    assert_exit(
+        &capture(env.user.cmd("ln").args(["-s", &tty, &tty_link])),
+        0,
+    );
+    for grant in [&dev_link, &tty_link] {
+        let o = run(&["--ro", grant], &["read", &tty]);
+        assert_probe(&o, false, &format!("--ro {grant}: another terminal"));
+    }
+    assert_probe(
+        &run(&["--ro", &dev_link], &["read", "/dev/null"]),
+        true,
+        "--ro <link to /dev>: /dev/null",
+    );
     // Named by the policy itself: granted as written.
     assert_probe(
         &run(&["--ro", "/", "--rw", "/dev/pts"], &["write", &tty]),

@@ -12,6 +12,13 @@
 //! `/dev/tty`); a path the policy names itself (`/dev/pts`) is granted as
 //! written. The namespaces tier and containers have a `/dev` of their own.
 //!
+//! A grant is judged by what it resolves to, since Landlock opens a rule
+//! path through its links: a name a step linked to `/dev` in an earlier
+//! run is carved like `/dev` itself, and one that leads to a terminal is
+//! dropped. Terminals are known by their device numbers, not their names:
+//! a serial or hypervisor console a user logged in on (`/dev/ttyS0`,
+//! `/dev/hvc0`) is the user's as much as a pseudo-terminal is.
+//!
 //! What a carve costs: a grant of `/` or `/dev` becomes grants of the
 //! entries they have at the start; an entry made there later (rare in
 //! both) is not covered, and neither is a link there whose target is a
@@ -26,13 +33,32 @@ use sandboy_spec_gen::policy::Policy;
 /// The directory the terminals live in, on the host.
 const DEV: &str = "/dev";
 
-/// Whether `name` in `/dev` is a terminal another process of the user may
-/// own: the pseudo-terminals, virtual consoles and their screen buffers.
-/// `/dev/tty` (the caller's controlling terminal) and `/dev/ptmx` (new
-/// terminals, whose ends are below `/dev/pts`) are not.
-fn terminal(name: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    name == "pts" || name.strip_prefix("tty").is_some_and(digits) || name.starts_with("vcs")
+/// Character-device majors of terminals (Linux `devices.txt`): legacy
+/// BSD ptys (2, 3), virtual consoles and serial ports (4), consoles and
+/// their screen buffers (7), Unix98 pty slaves (136–143), USB ACM and
+/// serial (166, 188), low-density serial ports (204) and hypervisor
+/// consoles (229).
+const TERMINAL_MAJORS: &[u64] = &[
+    2, 3, 4, 7, 136, 137, 138, 139, 140, 141, 142, 143, 166, 188, 204, 229,
+];
+
+/// Whether the device `rdev` is a terminal another process of the user
+/// may hold. Major 5 is the caller's own `/dev/tty` (5, 0) and the pty
+/// multiplexer `/dev/ptmx` (5, 2), which stay; `/dev/console` (5, 1) does
+/// not.
+fn terminal_device(rdev: u64) -> bool {
+    let (major, minor) = (libc::major(rdev) as u64, libc::minor(rdev) as u64);
+    TERMINAL_MAJORS.contains(&major) || (major == 5 && minor == 1)
+}
+
+/// Whether an entry of `/dev` is withheld: the pseudo-terminals'
+/// directory, and every terminal device.
+fn terminal(dir_entry: &std::fs::DirEntry) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    dir_entry.file_name() == "pts"
+        || dir_entry
+            .metadata()
+            .is_ok_and(|m| m.file_type().is_char_device() && terminal_device(m.rdev()))
 }
 
 /// Rewrite the policy's read, exec and write lists so that no grant
@@ -42,17 +68,33 @@ pub fn withhold(policy: &mut Policy) {
     for list in [&mut policy.read, &mut policy.exec, &mut policy.write] {
         let mut out = Vec::with_capacity(list.len());
         for entry in list.drain(..) {
-            match Path::new(&entry) {
-                p if Path::new(DEV).starts_with(p) => {
-                    out.extend(carve(p, &own).into_iter().map(path_string));
-                }
-                _ => out.push(entry),
+            let real = std::fs::canonicalize(&entry).unwrap_or_else(|_| PathBuf::from(&entry));
+            if Path::new(DEV).starts_with(&real) {
+                out.extend(carve(&real, &own).into_iter().map(path_string));
+            } else if leads_to_a_terminal(&entry, &real) && !own.contains(&real) {
+                tracing::warn!(path = %entry, to = %real.display(), "wrap: not granted: it leads to a terminal of another process (name the terminal itself to grant it)");
+            } else {
+                out.push(entry);
             }
         }
         out.sort();
         out.dedup();
         *list = out;
     }
+}
+
+/// Whether a grant written as `entry` reaches a terminal through a link:
+/// it resolves (`real`) into `/dev/pts` or to a terminal device while
+/// `entry` itself names neither.
+fn leads_to_a_terminal(entry: &str, real: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // `entry` as written: its own inode, not a link's target.
+    let names = |p: &Path| {
+        p.starts_with("/dev/pts")
+            || std::fs::symlink_metadata(p)
+                .is_ok_and(|m| m.file_type().is_char_device() && terminal_device(m.rdev()))
+    };
+    names(real) && !names(Path::new(entry))
 }
 
 /// The entries of `from` and of every directory between it and `/dev`
@@ -80,7 +122,7 @@ fn carve(from: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
             let skip = link
                 || match &next {
                     Some(n) => &name == n,
-                    None => name.to_str().is_some_and(terminal),
+                    None => terminal(&e),
                 };
             if !skip {
                 out.push(dir.join(&name));
@@ -95,15 +137,16 @@ fn carve(from: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The terminals the caller's stdio are, when they are among those
-/// [`carve`] leaves out.
+/// The terminals the caller's stdio are (by path), when they are among
+/// those [`carve`] leaves out.
 fn own_terminals() -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     (0..3)
         .filter_map(|fd| std::fs::read_link(format!("/proc/self/fd/{fd}")).ok())
         .filter(|p| {
-            p.parent() == Some(Path::new("/dev/pts"))
+            p.starts_with("/dev/pts")
                 || (p.parent() == Some(Path::new(DEV))
-                    && p.file_name().and_then(|n| n.to_str()).is_some_and(terminal))
+                    && std::fs::metadata(p).is_ok_and(|m| terminal_device(m.rdev())))
         })
         .collect()
 }
@@ -117,12 +160,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn terminals_are_named_and_the_callers_tty_is_not() {
-        for name in ["pts", "tty1", "tty63", "vcs", "vcsa2", "vcsu"] {
-            assert!(terminal(name), "{name}");
+    fn terminals_are_known_by_their_device_numbers() {
+        let dev = |major: u32, minor: u32| libc::makedev(major, minor);
+        // A pty slave, a virtual console, a serial port, a screen buffer,
+        // a hypervisor console, the system console.
+        for (major, minor) in [(136, 3), (4, 1), (4, 64), (7, 0), (229, 0), (5, 1)] {
+            assert!(terminal_device(dev(major, minor)), "{major},{minor}");
         }
-        for name in ["tty", "ttyS", "ptmx", "null", "ttyx1", "shm"] {
-            assert!(!terminal(name), "{name}");
+        // /dev/tty, /dev/ptmx, /dev/null, a disk.
+        for (major, minor) in [(5, 0), (5, 2), (1, 3), (8, 0)] {
+            assert!(!terminal_device(dev(major, minor)), "{major},{minor}");
         }
     }
 
@@ -136,7 +183,10 @@ mod tests {
             !has("/") && !has("/dev"),
             "the carved directories themselves"
         );
-        assert!(!has("/dev/pts"), "{got:?}");
+        assert!(
+            !has("/dev/pts") && !has("/dev/ttyS0") && !has("/dev/console"),
+            "{got:?}"
+        );
         assert!(got.iter().all(|g| !g.starts_with("/dev/pts")));
     }
 
