@@ -1902,6 +1902,62 @@ fn a_read_only_bind_is_read_only_in_host_mounts_nested_below_it() {
     }
 }
 
+/// A host mount made below a read-only bind's source after the container
+/// started: under the default (`rslave`) propagation it arrived with the
+/// host's own flags, past `rro`, and container root (host root: the
+/// writable bind leaves no user namespace) chmodded a host root file on it.
+/// A policy container's mounts are private, so it never arrives; the
+/// write path and the bind's own files are the allowed counterparts.
+#[test]
+fn a_host_mount_made_after_start_never_reaches_a_policy_container() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = "a_host_mount_made_after_start_never_reaches_a_policy_container";
+    if !ready(t) {
+        return;
+    }
+    let s = Sandbox::generated(&subpath_policy());
+    // The source is a shared mount, as every mount is on a systemd host.
+    let _work = TmpfsMount::new(&s.work());
+    let shared = Command::new("mount")
+        .arg("--make-shared")
+        .arg(s.work())
+        .status()
+        .unwrap();
+    assert!(shared.success(), "mount --make-shared");
+    fs::create_dir_all(s.work().join("out")).unwrap();
+    fs::create_dir_all(s.work().join("late")).unwrap();
+    fs::write(s.work().join("out/f"), "out\n").unwrap();
+    s.bundle.generate(&s.host.path().join("owen.policy.toml"));
+    let id = unique_id("esc-late");
+    let _c = s.sleeper(&id);
+    let _late = TmpfsMount::new(&s.work().join("late"));
+    let secret = s.work().join("late/secret");
+    fs::write(&secret, "host root only\n").unwrap();
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+    let probe = |args: &[&str]| {
+        let o = output_timeout(
+            s.rt.cmd().args(["exec", &id, "/bin/probe"]).args(args),
+            RUN_LIMIT,
+        );
+        text(&o.stdout).trim().to_string()
+    };
+    let chmod = probe(&["chmod", "/work/late/secret", "0666"]);
+    assert!(
+        chmod.starts_with("errno="),
+        "chmod of the late mount: {chmod}"
+    );
+    assert_eq!(
+        fs::metadata(&secret).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(probe(&["write", "/work/out/f"]), "ok", "the write path");
+    assert_eq!(
+        probe(&["read", "/work/out/f"]),
+        "ok",
+        "the bind's own files"
+    );
+}
+
 /// Below a writable bind a nested host mount kept exec (and suid, dev):
 /// code a step put there could be mapped executable although the write
 /// path is `noexec`. Refused as generated and hand-written; a policy that

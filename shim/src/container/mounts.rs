@@ -207,14 +207,21 @@ pub fn check_nested_sources(mounts: &[Mount], at: &str) -> Result<()> {
 /// top mount only: a host mount nested below a read-only bind's source
 /// stayed writable, and container root (host root without a user
 /// namespace) chmodded host files there, which Landlock does not govern.
-/// True if any bind changed.
+///
+/// The recursive flags hold only for the mounts there are when they are
+/// applied, so the container's mounts are also made private
+/// (`rootfsPropagation`, whatever the spec asked): under libcontainer's
+/// default (`rslave`, as runc's) a host mount made below a shared source
+/// after `create` arrived with the host's own flags, and a red team's
+/// container root chmodded the files of a tmpfs mounted there later.
+/// True if the spec changed.
 ///
 /// [`recursive_restrictions`]: sandboy_spec_gen::render::recursive_restrictions
 pub fn restrict_recursively(spec: &mut oci_spec::runtime::Spec) -> bool {
+    let mut changed = no_propagation(spec);
     let Some(mut mounts) = spec.mounts().clone() else {
-        return false;
+        return changed;
     };
-    let mut changed = false;
     for m in mounts.iter_mut().filter(|m| is_bind(m)) {
         let mut options = m.options().clone().unwrap_or_default();
         if sandboy_spec_gen::render::recursive_restrictions(&mut options) {
@@ -226,6 +233,21 @@ pub fn restrict_recursively(spec: &mut oci_spec::runtime::Spec) -> bool {
         spec.set_mounts(Some(mounts));
     }
     changed
+}
+
+/// The container's mount tree private: no host mount event reaches it
+/// after create. libcontainer's name for `MS_PRIVATE | MS_REC` is
+/// `private` (it applies every propagation recursively; see `compat`).
+fn no_propagation(spec: &mut oci_spec::runtime::Spec) -> bool {
+    let Some(mut linux) = spec.linux().clone() else {
+        return false;
+    };
+    if linux.rootfs_propagation().as_deref() == Some("private") {
+        return false;
+    }
+    linux.set_rootfs_propagation(Some("private".to_owned()));
+    spec.set_linux(Some(linux));
+    true
 }
 
 /// Pins the directories between a writable bind and a path it hides
@@ -391,7 +413,13 @@ mod tests {
                 vec!["nosuid", "ro"],
             ]
         );
-        // Already recursive: nothing to change.
+        // No host mount event reaches the container after create.
+        let propagation = spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.rootfs_propagation().clone());
+        assert_eq!(propagation.as_deref(), Some("private"));
+        // Already recursive and private: nothing to change.
         assert!(!restrict_recursively(&mut spec));
     }
 
