@@ -17,6 +17,33 @@ fn run(cmd: &mut Command) -> Output {
     output_timeout(cmd, Duration::from_secs(120))
 }
 
+/// `sandboy wrap --policy P --id ID --report R -- sh -c SCRIPT`, run.
+fn wrap_reporting(
+    w: &World,
+    rt: &Runtime,
+    policy: &Path,
+    id: &str,
+    report_file: &Path,
+    script: &str,
+) -> Output {
+    run(&mut w.sandboy(
+        rt,
+        &[
+            "wrap",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--id",
+            id,
+            "--report",
+            report_file.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    ))
+}
+
 /// The report's entries as `target -> allow`.
 fn report(path: &Path) -> Vec<(String, Option<String>)> {
     fs::read_to_string(path)
@@ -164,22 +191,7 @@ echo tcp-socket $({p} socket 2 1 0)
     );
     let report_file = w.dir.path().join("report.jsonl");
     let id = unique_id("egress-wrap");
-    let out = run(&mut w.sandboy(
-        &rt,
-        &[
-            "wrap",
-            "--policy",
-            policy.to_str().unwrap(),
-            "--id",
-            &id,
-            "--report",
-            report_file.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    ));
+    let out = wrap_reporting(&w, &rt, &policy, &id, &report_file, &script);
     let stdout = text(&out.stdout);
     eprintln!("{stdout}\n{}", text(&out.stderr));
     assert_exit(&out, 0);
@@ -1065,22 +1077,7 @@ env = ["PATH=/usr/local/bin:/usr/bin:/bin", "P=/usr/bin/python3 {probe}"]
     .unwrap();
     let report_file = w.dir.path().join(format!("{name}.jsonl"));
     let id = unique_id(name);
-    let out = run(&mut w.sandboy(
-        &rt,
-        &[
-            "wrap",
-            "--policy",
-            policy.to_str().unwrap(),
-            "--id",
-            &id,
-            "--report",
-            report_file.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            script,
-        ],
-    ));
+    let out = wrap_reporting(w, &rt, &policy, &id, &report_file, script);
     let stdout = text(&out.stdout);
     eprintln!("{stdout}\n{}", text(&out.stderr));
     assert_exit(&out, 0);
