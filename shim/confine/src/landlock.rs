@@ -64,7 +64,9 @@ const FS_BIT_ABI: &[(u32, i32)] = &[
     (15, 5), // ioctl_dev
 ];
 const NET_ABI: i32 = 4;
-const SCOPE_ABI: i32 = 6;
+/// Signal and abstract-socket scoping (ABI 6): a domain's processes reach
+/// no process and no abstract socket outside it.
+pub const SCOPE_ABI: i32 = 6;
 const LOG_FLAGS_ABI: i32 = 7;
 
 #[repr(C)]

@@ -4,11 +4,11 @@
 //! cache (`$XDG_CACHE_HOME/sandboy/wasm`, else `~/.cache/sandboy/wasm`), so
 //! refusals come before anything runs and the confined host only loads;
 //! a warm start recalls that answer instead (`wasm_host::memo`).
-//! Then `sandboy-wasm adapt` runs through the unprivileged wrap tiers:
+//! Then `sandboy-wasm adapt` runs through the unprivileged wrap landlock
+//! tier (`wrap::run_confined` says why not the namespaces tier):
 //! Landlock allows reading the component, the inputs and the cache,
 //! executing the host binary, nothing else (its loader is added by wrap);
-//! the policy's seccomp profile applies; in the namespaces tier it also
-//! gets no network, a read-only host root and its own /tmp. The policy's
+//! the policy's seccomp profile applies, `socket` refused outright. The policy's
 //! `[limits] memory` is not applied as `RLIMIT_AS` here: wasmtime reserves
 //! address space for every linear memory far beyond what it uses, and the
 //! guest's memory is capped by `[wasm] memory` either way; `[limits] cpus`
