@@ -147,6 +147,7 @@ const CLONE_NEW: &[u64] = &[
     0x2000_0000, // CLONE_NEWPID
     0x4000_0000, // CLONE_NEWNET
 ];
+const CLONE_THREAD: u64 = 0x10000;
 const S_ISUID: u64 = 0o4000;
 const S_ISGID: u64 = 0o2000;
 const MFD_EXEC: u64 = 0x10;
@@ -272,6 +273,25 @@ pub fn unix_sockets() -> Vec<LinuxSyscall> {
                 masked(1, SOCK_TYPE_MASK, SOCK_DGRAM),
             ],
         ),
+    ]
+}
+
+/// `fork`, `vfork` and a `clone` without `CLONE_THREAD` fail with EPERM,
+/// `clone3` with ENOSYS (libc falls back to `clone`, whose flags seccomp
+/// can read): threads, never a new process. For a process whose tasks
+/// `RLIMIT_NPROC` cannot bound on its own, because on the host it counts
+/// every task of the user (unprivileged `adapt`'s wasm host in wrap's
+/// landlock tier: a user with more tasks than `[limits] pids` could not
+/// start it at all).
+pub fn threads_only() -> Vec<LinuxSyscall> {
+    let v = |errno| Verdict {
+        action: SeccompAction::Errno,
+        errno: Some(errno),
+    };
+    vec![
+        rule(&["fork", "vfork"], v(EPERM), vec![]),
+        rule(&["clone"], v(EPERM), vec![masked(0, CLONE_THREAD, 0)]),
+        rule(&["clone3"], v(ENOSYS), vec![]),
     ]
 }
 

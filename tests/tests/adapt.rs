@@ -566,6 +566,7 @@ fn unprivileged_adapt_validates_and_warms_the_user_cache() {
             .current_dir(&work),
     );
     assert_exit_stderr(&o, 2, "cannot read: Permission denied");
+    busy_user_still_adapts(&user, &bin, &work);
     // A hostile component is stopped as it is as root.
     let comp = work.join("loop.wasm");
     fs::write(
@@ -850,4 +851,54 @@ fn inputs_are_regular_files_and_symlinks_hand_over_nothing_private() {
     assert_exit(&run(&link), 0);
     assert!(out.exists());
     assert_nothing_left(&rt);
+}
+
+/// A user running more tasks than the adapter policy's `pids` (32) still
+/// adapts: the host's bound is "threads only", not `RLIMIT_NPROC`, which on
+/// the host counts every task of the user (the wasm host then could not
+/// start its deadline thread: EAGAIN).
+fn busy_user_still_adapts(user: &TestUser, bin: &Path, work: &Path) {
+    let mut busy = user
+        .cmd("sh")
+        .args([
+            "-c",
+            "for i in $(seq 40); do sleep 60 & done; exec sleep 60",
+        ])
+        .spawn()
+        .unwrap();
+    let tasks = || {
+        let o = Command::new("pgrep")
+            .args(["-c", "-u", &user.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<u32>()
+            .unwrap_or(0)
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while tasks() < 40 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(tasks() >= 40, "the user's 40 tasks are running");
+    let o = capture(
+        user.cmd(bin)
+            .args([
+                "adapt",
+                "--tool",
+                "infersharp",
+                "--artifact",
+                "report.json=infersharp-report.json",
+            ])
+            .current_dir(work),
+    );
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-u", &user.name])
+        .status();
+    let _ = busy.wait();
+    assert_exit(&o, 0);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\"version\":\"2.1.0\""),
+        "SARIF on stdout"
+    );
 }

@@ -195,6 +195,49 @@ fn seccomp_errno() -> CaseResult {
     expect(out, Outcome::Exited(0))
 }
 
+/// `guards::threads_only` (unprivileged `adapt`'s wasm host): a thread
+/// starts, a process does not — fork and a clone without CLONE_THREAD
+/// fail with EPERM, clone3 with ENOSYS.
+fn seccomp_threads_only() -> CaseResult {
+    let mut profile: LinuxSeccomp =
+        serde_json::from_str(r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#).expect("profile JSON");
+    profile.set_syscalls(Some(sandboy_spec_gen::guards::threads_only()));
+    let mut s = spec(None, None);
+    s.set_linux(Some(
+        LinuxBuilder::default()
+            .seccomp(profile)
+            .build()
+            .expect("linux"),
+    ));
+    let out = confined(&s, || {
+        // Each errno read right after its call. A child made anyway (the
+        // guard failing) leaves at once.
+        let made = |rc: i64| {
+            if rc == 0 {
+                // SAFETY: in a child that should not exist; nothing to run.
+                unsafe { libc::_exit(0) }
+            }
+            err_of(rc)
+        };
+        // SAFETY: a raw fork; see `made`.
+        let fork = made(unsafe { libc::syscall(libc::SYS_fork) });
+        // SAFETY: SIGCHLD only: a new process sharing nothing, no new stack.
+        let clone =
+            made(unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as i64, 0, 0, 0, 0) });
+        // SAFETY: the filter answers before the kernel reads the pointer.
+        let clone3 = made(unsafe { libc::syscall(libc::SYS_clone3, 0usize, 0usize) });
+        let thread = std::thread::spawn(|| 7).join().unwrap_or(0);
+        match (fork, clone, clone3, thread) {
+            (libc::EPERM, libc::EPERM, libc::ENOSYS, 7) => 0,
+            (f, _, _, _) if f != libc::EPERM => 1,
+            (_, c, _, _) if c != libc::EPERM => 2,
+            (_, _, c3, _) if c3 != libc::ENOSYS => 3,
+            _ => 4,
+        }
+    });
+    expect(out, Outcome::Exited(0))
+}
+
 fn seccomp_arg_conditions() -> CaseResult {
     let s = seccomp_only(
         r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[
@@ -485,6 +528,7 @@ fn main() {
         ("config_errors", config_errors),
         ("seccomp_errno", seccomp_errno),
         ("seccomp_arg_conditions", seccomp_arg_conditions),
+        ("seccomp_threads_only", seccomp_threads_only),
         ("seccomp_kill_process", seccomp_kill_process),
         (
             "seccomp_default_errno_allow_list",

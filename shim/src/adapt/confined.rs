@@ -8,7 +8,9 @@
 //! tier (`wrap::run_confined` says why not the namespaces tier):
 //! Landlock allows reading the component, the inputs and the cache,
 //! executing the host binary, nothing else (its loader is added by wrap);
-//! the policy's seccomp profile applies, `socket` refused outright. The policy's
+//! the policy's seccomp profile applies, `socket` refused outright, and
+//! `[limits] pids` becomes "threads only" (no new process; see
+//! `wrap::run_confined`). The policy's
 //! `[limits] memory` is not applied as `RLIMIT_AS` here: wasmtime reserves
 //! address space for every linear memory far beyond what it uses, and the
 //! guest's memory is capped by `[wasm] memory` either way; `[limits] cpus`

@@ -146,6 +146,11 @@ pub struct Request<'a> {
     pub dry_run: bool,
     /// Where the egress gateway's refusals go (`--report`).
     pub report: Option<&'a std::path::Path>,
+    /// No new process, threads only (seccomp,
+    /// [`sandboy_spec_gen::guards::threads_only`]), in place of `[limits]
+    /// pids`: in the landlock tier `RLIMIT_NPROC` counts all of the user's
+    /// tasks, not the step's (`adapt`'s wasm host).
+    pub threads_only: bool,
 }
 
 /// The environment: the caller's (unless `clear_env`) with the policy's
@@ -187,7 +192,7 @@ fn cstring(b: &[u8]) -> Result<CString> {
 /// compiler's temporary files expect (bubblewrap's `--tmpfs /tmp`), since
 /// nothing of the host's is there. Learned and suggested policies no
 /// longer grant the host's shared /tmp for them.
-fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
+fn confinement_spec(policy: &Policy, tier: Tier, threads_only: bool) -> Result<Spec> {
     let mut spec = Spec::default();
     let private_tmp = tier == Tier::Namespaces && !policy.write.iter().any(|w| w == "/tmp");
     let annotations = if private_tmp {
@@ -199,7 +204,12 @@ fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
     };
     spec.set_annotations(Some(annotations.into_iter().collect()));
     let linux = LinuxBuilder::default()
-        .seccomp(with_host_guards(render::seccomp(policy), policy, tier))
+        .seccomp(with_host_guards(
+            render::seccomp(policy),
+            policy,
+            tier,
+            threads_only,
+        ))
         .build()
         .map_err(|e| Failure::runtime(format!("wrap: seccomp profile: {e}")))?;
     spec.set_linux(Some(linux));
@@ -217,8 +227,16 @@ fn confinement_spec(policy: &Policy, tier: Tier) -> Result<Spec> {
 /// ([`sandboy_spec_gen::guards::file_attributes`]), and its metadata
 /// guard's listener from being replaced by one of the step's
 /// ([`sandboy_spec_gen::guards::own_listeners`]).
-fn with_host_guards(mut profile: LinuxSeccomp, policy: &Policy, tier: Tier) -> LinuxSeccomp {
+fn with_host_guards(
+    mut profile: LinuxSeccomp,
+    policy: &Policy,
+    tier: Tier,
+    threads_only: bool,
+) -> LinuxSeccomp {
     let mut rules = profile.syscalls().clone().unwrap_or_default();
+    if threads_only {
+        rules.extend(sandboy_spec_gen::guards::threads_only());
+    }
     if !policy.unix {
         rules.extend(sandboy_spec_gen::guards::unix_sockets());
     }
@@ -277,7 +295,7 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
         super::terminals::withhold(&mut policy);
     }
 
-    let spec = confinement_spec(&policy, req.tier)?;
+    let spec = confinement_spec(&policy, req.tier, req.threads_only)?;
     // Landlock and seccomp may only be installed under no_new_privs; the
     // watchdog never execs, so setting it here costs nothing.
     nix::sys::prctl::set_no_new_privs()
@@ -305,7 +323,10 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
         cwd,
         rlimits: Rlimits {
             nofile: policy.nofile,
-            nproc: policy.pids.map(|p| p.max(1) as u64),
+            nproc: policy
+                .pids
+                .filter(|_| !req.threads_only)
+                .map(|p| p.max(1) as u64),
             address_space: policy.memory.map(|m| m.0),
         },
     };

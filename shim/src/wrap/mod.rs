@@ -132,6 +132,7 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
             tier,
             dry_run: opts.dry_run,
             report: opts.report.as_deref(),
+            threads_only: false,
         },
     )
 }
@@ -242,8 +243,10 @@ pub fn tiers_available() -> Vec<&'static str> {
 /// nothing; its empty `[net] connect`/`bind` refuse TCP and the profile
 /// refuses `socket` outright (UDP, raw and netlink too), standing in for
 /// `namespace = "none"`; signals, ptrace and abstract sockets stop at the
-/// Landlock domain. A user namespace costs about 1.4 ms of a warm `adapt`'s
-/// few (docs/performance.md); the namespaces tier is left for older
+/// Landlock domain. There `[limits] pids` becomes "threads only": the
+/// host may start threads, never a process (`RLIMIT_NPROC` would count all
+/// of the user's tasks). A user namespace cost 2.2 ms of a 6.4 ms warm
+/// `adapt` (docs/performance.md); the namespaces tier is left for older
 /// kernels.
 pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<i32> {
     let tier = if sandboy_confine::landlock::abi_version() >= sandboy_confine::landlock::SCOPE_ABI {
@@ -267,6 +270,7 @@ pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<
             // The wasm host writes only its output, through stdout.
             dry_run: false,
             report: None,
+            threads_only: tier == direct::Tier::Landlock,
         },
     )
     .map(|ran| ran.status)
