@@ -367,7 +367,52 @@ fn timeout_kills_the_whole_tree_and_pids_stop_a_fork_bomb() {
             left.is_empty(),
             "{tier}: fork bomb left processes: {left:?}"
         );
+        busy_user_keeps_the_steps_pids(&env, tier, &pol);
     }
+}
+
+/// A user already running more tasks than `pids` elsewhere (a workstation
+/// runs hundreds) can still fork inside, and the step still stops at
+/// `pids` of its own: in the landlock tier `RLIMIT_NPROC` counts every
+/// task of the user on the host, and a limit of `pids` alone refused the
+/// step's first fork ("Cannot fork").
+fn busy_user_keeps_the_steps_pids(env: &Env, tier: &str, pol: &Path) {
+    let mut busy = env
+        .user
+        .cmd("sh")
+        .args([
+            "-c",
+            "for i in $(seq 60); do sleep 60 & done; exec sleep 60",
+        ])
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while env.user.processes().len() < 60 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = output_timeout(
+        &mut env.wrap(tier, pol, &["sh", "-c", "/bin/true && echo forked"]),
+        std::time::Duration::from_secs(60),
+    );
+    let bomb = env.probe(tier, pol, &["forkbomb"]);
+    let _ = Command::new("pkill")
+        .args(["-KILL", "-u", &env.user.name])
+        .status();
+    let _ = busy.wait();
+    assert_eq!(o.status.code(), Some(0), "{tier}: {}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "forked", "{tier}");
+    let out = text(&bomb.stdout);
+    let forks: u32 = out
+        .split("forks=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u32::MAX);
+    assert!(
+        out.contains("errno=EAGAIN") && forks < 40,
+        "{tier}, 60 tasks of the user running: {out} {}",
+        text(&bomb.stderr)
+    );
 }
 
 #[test]

@@ -23,9 +23,11 @@
 //! Limits without a cgroup are rlimits: `nofile` → RLIMIT_NOFILE, `memory`
 //! → RLIMIT_AS (address space, larger than resident memory: a cap, not an
 //! accounting), `pids` → RLIMIT_NPROC, which the kernel counts over *all*
-//! processes of the real uid (per user namespace), so a user who already
-//! runs many processes gets fewer inside; `cpus` has no rlimit equivalent
-//! and is not applied (a warn).
+//! tasks of the real uid (per user namespace): in the namespaces tier that
+//! is the step's own; in the landlock tier, on the host, the limit is the
+//! user's task count at start plus `pids` (`process::user_tasks`), so a
+//! user already running more than `pids` tasks can still fork inside;
+//! `cpus` has no rlimit equivalent and is not applied (a warn).
 //!
 //! Under `[landlock] mode = "enforce"`, what a tier cannot give (a private
 //! network namespace or `[limits] disk`/`inodes` in the landlock tier, a
@@ -326,7 +328,12 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
             nproc: policy
                 .pids
                 .filter(|_| !req.threads_only)
-                .map(|p| p.max(1) as u64),
+                .map(|p| match req.tier {
+                    // The host's count: what the user runs already, plus
+                    // the step's own (`process::user_tasks`).
+                    Tier::Landlock => process::user_tasks() + p.max(1) as u64,
+                    Tier::Namespaces => p.max(1) as u64,
+                }),
             address_space: policy.memory.map(|m| m.0),
         },
     };
