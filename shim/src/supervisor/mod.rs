@@ -146,8 +146,9 @@ pub fn spawn(
 }
 
 /// The supervisor a foreground `run` keeps on a thread of its own process
-/// (see [`spawn_in_process`]), joined by [`join_in_process`].
-static IN_PROCESS: std::sync::Mutex<Option<std::thread::JoinHandle<i32>>> =
+/// (see [`spawn_in_process`]): what says it is done, for
+/// [`join_in_process`].
+static IN_PROCESS: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>> =
     std::sync::Mutex::new(None);
 
 /// Whether `duties` may be served from a thread of a foreground `run`
@@ -176,22 +177,28 @@ pub fn fits_in_process(target: &Target, duties: &Duties) -> bool {
 pub fn spawn_in_process(target: Target, duties: Duties) -> Result<()> {
     let pidfd = Pidfd::open(target.init)
         .map_err(|e| Failure::runtime(format!("pidfd_open({}): {e}", target.init)))?;
-    let handle = std::thread::Builder::new()
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
         .name("supervisor".into())
-        .spawn(move || supervise(&target, duties, &pidfd, |_| Ok(()), |_| false))
+        .spawn(move || {
+            supervise(&target, duties, &pidfd, |_| Ok(()), |_| false);
+            let _ = done.send(());
+        })
         .map_err(|e| Failure::runtime(format!("supervisor thread: {e}")))?;
     if let Ok(mut slot) = IN_PROCESS.lock() {
-        *slot = Some(handle);
+        *slot = Some(finished);
     }
     Ok(())
 }
 
-/// Wait for an in-process supervisor's last report; false when there is
-/// none (the supervisor is a process: wait on the report's lock instead).
-/// Its drain is bounded ([`MARK_WAIT`]), so the join is too.
-pub fn join_in_process() -> bool {
-    let handle = IN_PROCESS.lock().ok().and_then(|mut slot| slot.take());
-    handle.map(|h| h.join()).is_some()
+/// Wait up to `limit` for an in-process supervisor's last report; false
+/// when there is none (the supervisor is a process: wait on the report's
+/// lock instead). It finishes within [`MARK_WAIT`] of the init's exit; the
+/// limit covers a caller that stopped waiting for the init (an error), for
+/// which the thread would wait as long as the init lives.
+pub fn join_in_process(limit: Duration) -> bool {
+    let finished = IN_PROCESS.lock().ok().and_then(|mut slot| slot.take());
+    finished.map(|f| f.recv_timeout(limit)).is_some()
 }
 
 /// Stdio to /dev/null, so the supervisor keeps no pipe of the caller open:
