@@ -233,43 +233,38 @@ impl Rlimits {
     }
 }
 
-/// How many tasks (threads included) the caller's real uid runs now, as
+/// How many tasks (threads included) the caller runs now, as
 /// `RLIMIT_NPROC` counts them on the host: the landlock tier has no user
 /// namespace of its own, so a limit of `pids` would leave a user who runs
 /// more than `pids` tasks elsewhere unable to fork at all (a workstation
 /// runs hundreds). The tier sets the limit to this count plus `pids`
 /// instead: the step may add `pids` tasks to what the user ran when it
 /// started (fewer if the user's other processes grow meanwhile; never more).
-/// One read of /proc/PID/status per process it can see.
+///
+/// Two `stat`s a process, no reads (reading `status` cost about 15 µs a
+/// process). Processes are picked by the owner of their /proc directory,
+/// the effective uid of a dumpable process. The kernel counts real uids, so a
+/// process of the user's that is not dumpable (`ssh-agent`) or runs
+/// setuid is missed; the count can only come out low, which leaves the
+/// step fewer tasks, never more than `pids`.
 pub fn user_tasks() -> u64 {
-    let uid = nix::unistd::getuid().as_raw().to_string();
+    use std::os::unix::fs::MetadataExt;
+    let uid = nix::unistd::getuid().as_raw();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
     };
-    let mut buf = Vec::with_capacity(2048);
     let mut tasks = 0u64;
     for entry in dir.flatten() {
         let name = entry.file_name();
-        if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
-            continue;
-        }
-        buf.clear();
-        let path = std::path::Path::new("/proc").join(&name).join("status");
-        if std::fs::File::open(path)
-            .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut buf))
-            .is_err()
+        if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit)
+            || !entry.metadata().is_ok_and(|m| m.uid() == uid)
         {
             continue;
         }
-        let text = String::from_utf8_lossy(&buf);
-        let field = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next())
-        };
-        if field("Uid:") == Some(uid.as_str()) {
-            tasks += field("Threads:").and_then(|n| n.parse().ok()).unwrap_or(1);
-        }
+        // The kernel gives /proc/PID/task a link count of its threads + 2.
+        let task = std::path::Path::new("/proc").join(&name).join("task");
+        let threads = std::fs::metadata(task).map_or(1, |m| m.nlink().saturating_sub(2));
+        tasks += threads.max(1);
     }
     tasks
 }
