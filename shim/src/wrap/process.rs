@@ -239,14 +239,16 @@ impl Rlimits {
 /// more than `pids` tasks elsewhere unable to fork at all (a workstation
 /// runs hundreds). The tier sets the limit to this count plus `pids`
 /// instead: the step may add `pids` tasks to what the user ran when it
-/// started (fewer if the user's other processes grow meanwhile; never more).
+/// started. The kernel keeps one count for the user, so the step's share
+/// moves with the user's other processes: fewer tasks if they grow
+/// meanwhile, more if they end (at most as many as the user ran at start).
 ///
 /// Two `stat`s a process, no reads (reading `status` cost about 15 µs a
 /// process). Processes are picked by the owner of their /proc directory,
-/// the effective uid of a dumpable process. The kernel counts real uids, so a
-/// process of the user's that is not dumpable (`ssh-agent`) or runs
-/// setuid is missed; the count can only come out low, which leaves the
-/// step fewer tasks, never more than `pids`.
+/// the effective uid of a dumpable process, where the kernel counts real
+/// uids: a process of the user's that is not dumpable (`ssh-agent`) or
+/// runs setuid is missed (the step gets fewer tasks), one that another
+/// user runs setuid to this user is counted (more).
 pub fn user_tasks() -> u64 {
     use std::os::unix::fs::MetadataExt;
     let uid = nix::unistd::getuid().as_raw();
