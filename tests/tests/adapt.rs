@@ -902,3 +902,32 @@ fn busy_user_still_adapts(user: &TestUser, bin: &Path, work: &Path) {
         "SARIF on stdout"
     );
 }
+
+/// The confined host runs only an adapter, whatever the path holds when it
+/// opens it: a red team swapped a WASI program in after `adapt` had
+/// checked the component, and the host ran it as a command. Handed a WASI
+/// program directly it refuses (exit 2, named); the adapter at the same
+/// call runs.
+#[test]
+fn the_hosts_adapt_runs_only_an_adapter() {
+    let t = "the_hosts_adapt_runs_only_an_adapter";
+    if !have_components(t) {
+        return;
+    }
+    let fixture = testdata("codeql.sarif");
+    let host = |component: &str| {
+        capture(
+            Command::new(wasm_host_bin())
+                .args(["adapt", "--limits", "{}", "--"])
+                .arg(components_dir().join(component))
+                .args(["--tool", "codeql", "--artifact"])
+                .arg(format!("report.sarif={}", fixture.display())),
+        )
+    };
+    let o = host("wasi-hello.wasm");
+    assert_exit_stderr(&o, 2, "not an ownaudit:adapter component");
+    assert!(o.stdout.is_empty(), "nothing of the program ran");
+    let o = host("passthrough.wasm");
+    assert_exit(&o, 0);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"version\":\"2.1.0\""));
+}

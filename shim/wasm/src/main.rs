@@ -166,6 +166,18 @@ fn adapt(a: &host::Adapt) -> i32 {
         .and_then(|limits| {
             let cache = a.cache.as_ref().and_then(|d| Cache::new(d).ok());
             let p = Prepared::prepare_with_limits(&a.component, limits, cache.as_ref())?;
+            // What is run is what this open of the path holds, which may
+            // not be what the caller checked (a red team swapped a WASI
+            // program in between): only an adapter runs here.
+            if p.kind() != Kind::Adapter {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "sandboy: {}: not an ownaudit:adapter component (it is a {:?} payload); was it replaced after it was checked?",
+                    sandboy_spec_gen::printable::printable(&a.component.display().to_string()),
+                    p.kind()
+                );
+                return Ok(EXIT_REFUSED);
+            }
             let mut argv = vec![a.component.display().to_string()];
             argv.extend(a.args.iter().cloned());
             p.run_with_output(&argv, &[], Path::new("/"), &mut std::io::stdout().lock())
