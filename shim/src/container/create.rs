@@ -429,9 +429,6 @@ impl Runtime {
             init,
             shares_pids: !super::bundle::own_pid_namespace(&bundle.spec),
         };
-        if !detach && supervisor::fits_in_process(&target, &duties) {
-            return supervisor::spawn_in_process(target, duties);
-        }
         let child = supervisor::spawn(
             target,
             duties,

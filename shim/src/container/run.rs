@@ -137,9 +137,7 @@ impl Runtime {
     /// even when empty, so a script can rely on the file).
     fn collect_report(&self, id: &str, to: Option<&std::path::Path>) -> Result<Vec<Denial>> {
         let dir = self.dir(id);
-        if !crate::supervisor::join_in_process(REPORT_WAIT) {
-            denials::wait_final(&dir, REPORT_WAIT);
-        }
+        denials::wait_final(&dir, REPORT_WAIT);
         let path = dir.join(denials::REPORT_FILE);
         if let Some(to) = to {
             let text = std::fs::read(&path).unwrap_or_default();

@@ -8,9 +8,7 @@
 //! (`dev.sandboy.timeout`), the denial reports ([`denials`], from the
 //! kernel's audit records), the egress gateway ([`egress`]) and the
 //! learn-mode notifier ([`learn`], `run --learn`): one process per
-//! container, whatever its duties. The one exception is a foreground `run`
-//! whose only duty is the report: its supervisor is a thread of `run`
-//! itself ([`spawn_in_process`]), which waits for the init anyway.
+//! container, whatever its duties.
 //!
 //! The supervisor knows nothing of libcontainer or of the CLI: the container
 //! layer tells it what to watch ([`Target`]) and hands it the action to take
@@ -128,9 +126,8 @@ pub fn spawn(
     // and a foreground `run` reaps every child anyway; setsid keeps the
     // terminal's SIGINT and SIGHUP, meant for the payload, away from it.
     // SAFETY: the runtime is single-threaded (libcontainer forbids threads
-    // before cloning, and none are started after: `spawn_in_process` is
-    // the alternative to this call, never both), so the child is a fresh
-    // single-threaded copy that runs only `supervise`.
+    // before cloning, and none are started after), so the child is a
+    // fresh single-threaded copy that runs only `supervise`.
     match unsafe { fork() }? {
         ForkResult::Parent { child } => {
             drop(pidfd);
@@ -143,62 +140,6 @@ pub fn spawn(
             std::process::exit(code);
         }
     }
-}
-
-/// The supervisor a foreground `run` keeps on a thread of its own process
-/// (see [`spawn_in_process`]): what says it is done, for
-/// [`join_in_process`].
-static IN_PROCESS: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>> =
-    std::sync::Mutex::new(None);
-
-/// Whether `duties` may be served from a thread of a foreground `run`
-/// instead of a process of their own: only the denial report. A deadline
-/// must hold even if `run` itself is killed (the container would outlive
-/// it unbounded), the gateway forks its de-privileged child from a
-/// single-threaded process, and learning keeps observing until the last
-/// observed process is gone; a container sharing its pid namespace
-/// outlives its init, and with it its report.
-pub fn fits_in_process(target: &Target, duties: &Duties) -> bool {
-    duties.denials.is_some()
-        && duties.timeout.is_none()
-        && duties.egress.is_none()
-        && duties.learn.is_none()
-        && !target.shares_pids
-}
-
-/// Serve [`fits_in_process`] duties from a thread of this process, for a
-/// foreground `run`, which waits for the init anyway: a child process of
-/// its own was most of what reporting cost per container (its fork, the
-/// copy-on-write faults after it on both sides, its exit; 0.8 ms of
-/// run+delete, docs/performance.md). The thread does what the process
-/// would, then drops the report's lock, which `run` waits on as before.
-/// Started after libcontainer's last clone (create is done); every signal
-/// stays blocked in it, as `run` blocked them before create.
-pub fn spawn_in_process(target: Target, duties: Duties) -> Result<()> {
-    let pidfd = Pidfd::open(target.init)
-        .map_err(|e| Failure::runtime(format!("pidfd_open({}): {e}", target.init)))?;
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("supervisor".into())
-        .spawn(move || {
-            supervise(&target, duties, &pidfd, |_| Ok(()), |_| false);
-            let _ = done.send(());
-        })
-        .map_err(|e| Failure::runtime(format!("supervisor thread: {e}")))?;
-    if let Ok(mut slot) = IN_PROCESS.lock() {
-        *slot = Some(finished);
-    }
-    Ok(())
-}
-
-/// Wait up to `limit` for an in-process supervisor's last report; false
-/// when there is none (the supervisor is a process: wait on the report's
-/// lock instead). It finishes within [`MARK_WAIT`] of the init's exit; the
-/// limit covers a caller that stopped waiting for the init (an error), for
-/// which the thread would wait as long as the init lives.
-pub fn join_in_process(limit: Duration) -> bool {
-    let finished = IN_PROCESS.lock().ok().and_then(|mut slot| slot.take());
-    finished.map(|f| f.recv_timeout(limit)).is_some()
 }
 
 /// Stdio to /dev/null, so the supervisor keeps no pipe of the caller open:
