@@ -855,9 +855,41 @@ impl TestUser {
     }
 }
 
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        // Only this test's user's processes: userdel refuses while they run.
+/// A user busy elsewhere ([`TestUser::busy`]): its sleeping processes run
+/// until this goes, which kills every process of the user.
+pub struct Busy<'a> {
+    user: &'a TestUser,
+    shell: std::process::Child,
+}
+
+impl TestUser {
+    /// `n` sleeping processes of this user, running once this returns (it
+    /// waits up to 10 s for them): for the limits the kernel counts per
+    /// user on the host (`RLIMIT_NPROC`).
+    pub fn busy(&self, n: usize) -> Busy<'_> {
+        let shell = self
+            .cmd("sh")
+            .args([
+                "-c",
+                &format!("for i in $(seq {n}); do sleep 60 & done; exec sleep 60"),
+            ])
+            .spawn()
+            .unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.processes().len() < n && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            self.processes().len() >= n,
+            "{n} processes of {} running",
+            self.name
+        );
+        Busy { user: self, shell }
+    }
+
+    /// SIGKILL to every process of this user, then a wait (up to 1 s) for
+    /// them to be gone.
+    fn kill_all(&self) {
         for pid in self.processes() {
             // SAFETY: kill with a pid we just read; no memory involved.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -868,6 +900,20 @@ impl Drop for TestUser {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.user.kill_all();
+        let _ = self.shell.wait();
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        // Only this test's user's processes: userdel refuses while they run.
+        self.kill_all();
         let _ = Command::new("userdel")
             .args(["-r", &self.name])
             .stderr(Stdio::null())

@@ -858,29 +858,7 @@ fn inputs_are_regular_files_and_symlinks_hand_over_nothing_private() {
 /// the host counts every task of the user (the wasm host then could not
 /// start its deadline thread: EAGAIN).
 fn busy_user_still_adapts(user: &TestUser, bin: &Path, work: &Path) {
-    let mut busy = user
-        .cmd("sh")
-        .args([
-            "-c",
-            "for i in $(seq 40); do sleep 60 & done; exec sleep 60",
-        ])
-        .spawn()
-        .unwrap();
-    let tasks = || {
-        let o = Command::new("pgrep")
-            .args(["-c", "-u", &user.name])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout)
-            .trim()
-            .parse::<u32>()
-            .unwrap_or(0)
-    };
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while tasks() < 40 && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(tasks() >= 40, "the user's 40 tasks are running");
+    let busy = user.busy(40);
     let o = capture(
         user.cmd(bin)
             .args([
@@ -892,10 +870,7 @@ fn busy_user_still_adapts(user: &TestUser, bin: &Path, work: &Path) {
             ])
             .current_dir(work),
     );
-    let _ = Command::new("pkill")
-        .args(["-KILL", "-u", &user.name])
-        .status();
-    let _ = busy.wait();
+    drop(busy);
     assert_exit(&o, 0);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("\"version\":\"2.1.0\""),

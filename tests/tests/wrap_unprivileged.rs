@@ -377,28 +377,13 @@ fn timeout_kills_the_whole_tree_and_pids_stop_a_fork_bomb() {
 /// task of the user on the host, and a limit of `pids` alone refused the
 /// step's first fork ("Cannot fork").
 fn busy_user_keeps_the_steps_pids(env: &Env, tier: &str, pol: &Path) {
-    let mut busy = env
-        .user
-        .cmd("sh")
-        .args([
-            "-c",
-            "for i in $(seq 60); do sleep 60 & done; exec sleep 60",
-        ])
-        .spawn()
-        .unwrap();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while env.user.processes().len() < 60 && std::time::Instant::now() < until {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let busy = env.user.busy(60);
     let o = output_timeout(
         &mut env.wrap(tier, pol, &["sh", "-c", "/bin/true && echo forked"]),
         std::time::Duration::from_secs(60),
     );
     let bomb = env.probe(tier, pol, &["forkbomb"]);
-    let _ = Command::new("pkill")
-        .args(["-KILL", "-u", &env.user.name])
-        .status();
-    let _ = busy.wait();
+    drop(busy);
     assert_eq!(o.status.code(), Some(0), "{tier}: {}", text(&o.stderr));
     assert_eq!(text(&o.stdout).trim(), "forked", "{tier}");
     let out = text(&bomb.stdout);

@@ -58,4 +58,32 @@ mod tests {
         assert_eq!(l.max_input, 64 << 20);
         assert_eq!(l.max_results, 10_000);
     }
+
+    /// In wrap's landlock tier the adapter host's profile kills `socket`
+    /// (no network namespace there); `socketpair`, which reaches nothing,
+    /// and `read` stay allowed, and the namespaces tier's policy is left
+    /// alone.
+    #[test]
+    fn the_landlock_tiers_adapter_host_gets_no_socket() {
+        let verdict = |p: &Policy, name: &str| {
+            sandboy_spec_gen::render::seccomp(p)
+                .syscalls()
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .find(|r| r.names().iter().any(|n| n == name) && r.args().is_none())
+                .map(|r| r.action())
+        };
+        let before = load(None).unwrap();
+        assert_eq!(verdict(&before, "socket"), None);
+        let mut p = before.clone();
+        crate::wrap::no_sockets_on_the_host(&mut p);
+        assert_eq!(
+            verdict(&p, "socket"),
+            Some(oci_spec::runtime::LinuxSeccompAction::ScmpActKillProcess)
+        );
+        assert_eq!(verdict(&p, "socketpair"), None);
+        assert_eq!(verdict(&p, "read"), None);
+        assert!(p.deny.windows(2).all(|w| w[0] < w[1]), "deny stays sorted");
+    }
 }

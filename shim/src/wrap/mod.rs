@@ -255,10 +255,7 @@ pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<
         direct::choose(Isolation::Auto)?
     };
     if tier == direct::Tier::Landlock && policy.net_namespace == NetNamespace::None {
-        policy.net_namespace = NetNamespace::Host;
-        if let Err(at) = policy.deny.binary_search_by(|s| s.as_str().cmp("socket")) {
-            policy.deny.insert(at, "socket".into());
-        }
+        no_sockets_on_the_host(&mut policy);
     }
     direct::run(
         policy,
@@ -274,4 +271,15 @@ pub fn run_confined(mut policy: Policy, id: &str, command: &[String]) -> Result<
         },
     )
     .map(|ran| ran.status)
+}
+
+/// A `namespace = "none"` policy in the landlock tier, for a process that
+/// needs no socket at all (`adapt`'s host): the host's network, with
+/// `socket` on the deny list (the policy's action), beside Landlock's
+/// empty TCP rules.
+pub(crate) fn no_sockets_on_the_host(policy: &mut Policy) {
+    policy.net_namespace = NetNamespace::Host;
+    if let Err(at) = policy.deny.binary_search_by(|s| s.as_str().cmp("socket")) {
+        policy.deny.insert(at, "socket".into());
+    }
 }
