@@ -498,45 +498,10 @@ fn unprivileged_adapt_validates_and_warms_the_user_cache() {
         return;
     };
     let Some(schema) = schema(t) else { return };
-    let inst = TempDir::new("adapt-user");
-    let bin = mini_install(&inst, &user);
-    let work = inst.path().join("work");
-    fs::create_dir(&work).unwrap();
-    for (_, _, file, _) in FIXTURES {
-        fs::copy(testdata(file), work.join(file)).unwrap();
-    }
-    user.chown(&work);
+    let (inst, bin, work) = user_workspace(&user);
     let home = PathBuf::from(format!("/home/{}", user.name));
-    for (tool, artifact, file, n) in FIXTURES {
-        let out = work.join(format!("{tool}.sarif"));
-        let o = capture(
-            user.cmd(&bin)
-                .args([
-                    "adapt",
-                    "--tool",
-                    tool,
-                    "--artifact",
-                    &format!("{artifact}={file}"),
-                    "-o",
-                ])
-                .arg(&out)
-                .current_dir(&work)
-                .env_remove("SANDBOY_REGISTRY")
-                .env_remove("SANDBOY_COMPONENTS"),
-        );
-        assert_exit(&o, 0);
-        assert_valid_sarif(&schema, &out);
-        let comp = if tool == "infersharp" {
-            "infersharp.wasm"
-        } else {
-            "passthrough.wasm"
-        };
-        check_log(
-            &read_json(&out),
-            tool,
-            n,
-            &inst.path().join("share/sandboy/components").join(comp),
-        );
+    for fixture in FIXTURES {
+        adapt_as_user(&user, &bin, &inst, &work, fixture, Some(&schema));
     }
     let cache = home.join(".cache/sandboy/wasm");
     // (Beside them, `prepared/`: what prepare answered, for warm starts.)
@@ -851,6 +816,109 @@ fn inputs_are_regular_files_and_symlinks_hand_over_nothing_private() {
     assert_exit(&run(&link), 0);
     assert!(out.exists());
     assert_nothing_left(&rt);
+}
+
+/// An installed tree the user can run, and a work directory of theirs
+/// holding the three fixtures.
+fn user_workspace(user: &TestUser) -> (TempDir, PathBuf, PathBuf) {
+    let inst = TempDir::new("adapt-user");
+    let bin = mini_install(&inst, user);
+    let work = inst.path().join("work");
+    fs::create_dir(&work).unwrap();
+    for (_, _, file, _) in FIXTURES {
+        fs::copy(testdata(file), work.join(file)).unwrap();
+    }
+    user.chown(&work);
+    (inst, bin, work)
+}
+
+/// `adapt` of one fixture as the user, to `TOOL.sarif` in `work`: exit 0,
+/// the tool's results from its own component (and valid against `schema`).
+fn adapt_as_user(
+    user: &TestUser,
+    bin: &Path,
+    inst: &TempDir,
+    work: &Path,
+    (tool, artifact, file, n): (&str, &str, &str, usize),
+    schema: Option<&Path>,
+) {
+    let out = work.join(format!("{tool}.sarif"));
+    let o = capture(
+        user.cmd(bin)
+            .args([
+                "adapt",
+                "--tool",
+                tool,
+                "--artifact",
+                &format!("{artifact}={file}"),
+                "-o",
+            ])
+            .arg(&out)
+            .current_dir(work)
+            .env_remove("SANDBOY_REGISTRY")
+            .env_remove("SANDBOY_COMPONENTS"),
+    );
+    assert_exit(&o, 0);
+    if let Some(schema) = schema {
+        assert_valid_sarif(schema, &out);
+    }
+    check_log(&read_json(&out), tool, n, &user_component(inst, tool));
+}
+
+/// The installed component of `tool`.
+fn user_component(inst: &TempDir, tool: &str) -> PathBuf {
+    let comp = if tool == "infersharp" {
+        "infersharp.wasm"
+    } else {
+        "passthrough.wasm"
+    };
+    inst.path().join("share/sandboy/components").join(comp)
+}
+
+/// The user's compile cache is sealed with a key from their kernel
+/// keyring. A red team's step, granted `write = ["~/.cache"]` (an
+/// ordinary grant for build tools), rewrote the digest in one adapter's
+/// compiled code to another's (the CRC covers only the payload) and put
+/// it in the other's place: the next `adapt` ran the wrong code under the
+/// right component's sha256. Now the planted entry is refused and the
+/// real component compiled again: the right tool's results. Allowed
+/// counterpart: the warm start before the plant.
+#[test]
+fn a_planted_compile_cache_entry_never_runs() {
+    let t = "a_planted_compile_cache_entry_never_runs";
+    if !have_components(t) {
+        return;
+    }
+    let Some(user) = TestUser::create(t) else {
+        return;
+    };
+    let (inst, bin, work) = user_workspace(&user);
+    let (infersharp, codeql) = (FIXTURES[0], FIXTURES[2]);
+    for fixture in [infersharp, codeql, infersharp] {
+        adapt_as_user(&user, &bin, &inst, &work, fixture, None);
+    }
+    let cache = PathBuf::from(format!("/home/{}/.cache/sandboy/wasm", user.name));
+    let entry = |tool: &str| {
+        let sha = sha256_of(&user_component(&inst, tool));
+        fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&sha))
+            .unwrap_or_else(|| panic!("no cache entry for {tool} in {}", cache.display()))
+    };
+    let target = entry("infersharp");
+    let digest = sha256_of(&user_component(&inst, "infersharp"));
+    let digest: Vec<u8> = (0..digest.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digest[i..i + 2], 16).unwrap())
+        .collect();
+    let mut planted = fs::read(entry("codeql")).unwrap();
+    planted[8..40].copy_from_slice(&digest);
+    fs::write(&target, &planted).unwrap();
+    user.chown(&target);
+    // The planted code does not run: infersharp's own results.
+    adapt_as_user(&user, &bin, &inst, &work, infersharp, None);
 }
 
 /// A user running more tasks than the adapter policy's `pids` (32) still

@@ -1,9 +1,9 @@
 //! `adapt` as an ordinary user: no container, no state root. The component
 //! is validated and compiled first, as the caller, by the wasm host binary
 //! (`sandboy-wasm prepare`, beside `sandboy`) through the per-user compile
-//! cache (`$XDG_CACHE_HOME/sandboy/wasm`, else `~/.cache/sandboy/wasm`), so
-//! refusals come before anything runs and the confined host only loads;
-//! a warm start recalls that answer instead (`wasm_host::memo`).
+//! cache ([`user_cache`]), so refusals come before anything runs and the
+//! confined host only loads; a warm start recalls that answer instead
+//! (`wasm_host::memo`).
 //! Then `sandboy-wasm adapt` runs through the unprivileged wrap landlock
 //! tier (`wrap::run_confined` says why not the namespaces tier):
 //! Landlock allows reading the component, the inputs and the cache,
@@ -23,34 +23,71 @@ use std::path::{Path, PathBuf};
 use sandboy_spec_gen::policy::Policy;
 use sandboy_wasm_contract::host;
 
-use super::{with_stdout_to, Job};
-use crate::error::Result;
-use crate::wasm_host::{self, Program};
+use sandboy_wasm_contract::seal::{self, CacheKey};
 
-/// The per-user compile cache directory: in `$XDG_RUNTIME_DIR` when the
-/// session has one of its own, else under `~/.cache`. Compiled code is
-/// native code the host loads, so where it lives must be out of the
-/// user's confined steps' reach: `write = ["~/.cache"]` is an ordinary
-/// grant for build tools, and a red team's step swapped one adapter's
-/// compiled code for another's there. The runtime directory is rarely
-/// granted, and `suggest`/`learn` never grant it (docs/adapt.md).
-pub fn user_cache_dir() -> Option<PathBuf> {
+use super::{keyring, with_stdout_to, Job};
+use crate::error::Result;
+use crate::wasm_host::{self, CacheRef, Program};
+
+/// The per-user compile cache: its directory and the key sealing it.
+pub struct UserCache {
+    pub dir: PathBuf,
+    pub key: Option<CacheKey>,
+}
+
+/// The per-user compile cache: in `$XDG_RUNTIME_DIR` when the session has
+/// one of its own, else under `~/.cache`, sealed with the user's key from
+/// the kernel keyring (`seal` says why: compiled code is native code the
+/// host loads, and a red team's step granted `write = ["~/.cache"]`, an
+/// ordinary grant for build tools, swapped one adapter's compiled code for
+/// another's there). Without a keyring (`keyctl` refused, as in many
+/// containers) only the private runtime directory is used, unsealed: it is
+/// rarely granted and `suggest`/`learn` never grant it; with neither there
+/// is no cache, and every run compiles.
+pub fn user_cache() -> Option<UserCache> {
+    let key = keyring::cache_key()
+        .map_err(
+            |e| tracing::debug!(error = %e, "adapt: no compile cache key in the kernel keyring"),
+        )
+        .ok();
+    match (private_runtime_cache(), key) {
+        (Some(dir), key) => Some(UserCache { dir, key }),
+        (None, Some(key)) => home_cache().map(|dir| UserCache {
+            dir,
+            key: Some(key),
+        }),
+        (None, None) => {
+            tracing::warn!(
+                "adapt: no compile cache (the kernel keyring holds no key for it and \
+                 XDG_RUNTIME_DIR is not a private directory); every run compiles"
+            );
+            None
+        }
+    }
+}
+
+fn var(k: &str) -> Option<PathBuf> {
+    std::env::var_os(k)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$XDG_RUNTIME_DIR/sandboy/.wasm-cache` when that directory is the
+/// user's own and private.
+fn private_runtime_cache() -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let private_runtime = var("XDG_RUNTIME_DIR").filter(|d| {
+    let dir = var("XDG_RUNTIME_DIR").filter(|d| {
         std::fs::metadata(d).is_ok_and(|m| {
             m.is_dir() && m.uid() == rustix::process::geteuid().as_raw() && m.mode() & 0o077 == 0
         })
-    });
-    if let Some(d) = private_runtime {
-        // The user's state root, whose dot-directories are the runtime's
-        // own (ids may not start with a dot), as root's `.wasm-cache`.
-        return Some(d.join("sandboy/.wasm-cache"));
-    }
+    })?;
+    // The user's state root, whose dot-directories are the runtime's own
+    // (ids may not start with a dot), as root's `.wasm-cache`.
+    Some(dir.join("sandboy/.wasm-cache"))
+}
+
+/// `$XDG_CACHE_HOME/sandboy/wasm`, else `~/.cache/sandboy/wasm`.
+fn home_cache() -> Option<PathBuf> {
     var("XDG_CACHE_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".cache")))
         .map(|d| d.join("sandboy/wasm"))
@@ -59,11 +96,16 @@ pub fn user_cache_dir() -> Option<PathBuf> {
 /// Runs `job` confined, the SARIF to `out`; the exit status.
 pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
     let exe = wasm_host::path()?;
-    let cache = user_cache_dir();
-    let (limits, report) =
-        super::prepare_component(&policy, job, Program::Path(&exe), cache.as_deref())?;
+    let user = user_cache();
+    let cache_ref = user.as_ref().map(|u| CacheRef {
+        dir: &u.dir,
+        key: u.key.as_ref(),
+    });
+    let (limits, report) = super::prepare_component(&policy, job, Program::Path(&exe), cache_ref)?;
     // Only a cache the host could use (it warned otherwise).
-    let cache = cache.filter(|_| report.cache_file.is_some());
+    let cache = cache_ref
+        .filter(|_| report.cache_file.is_some())
+        .map(|c| c.dir.to_path_buf());
     let show = |p: &Path| p.display().to_string();
     let mut args = vec!["--tool".to_string(), job.tool.clone()];
     for i in &job.inputs {
@@ -88,6 +130,11 @@ pub fn run(mut policy: Policy, job: &Job, out: &File) -> Result<i32> {
     policy.memory = None;
     policy.cpus = None;
     policy.cwd = "/".into();
+    // `run_confined` clears the caller's environment; the key goes in the
+    // host's, never on its command line.
+    if let Some(key) = cache_ref.and_then(|c| c.key) {
+        policy.env.push(format!("{}={}", seal::ENV, key.to_env()));
+    }
     let id = format!("adapt-{}-{}", job.tool, std::process::id());
     with_stdout_to(out, || crate::wrap::run_confined(policy, &id, &command))?
 }

@@ -40,7 +40,9 @@ pub fn run(rt: &Runtime, mut policy: Policy, job: &Job, out: &File) -> Result<i3
         &policy,
         job,
         crate::wasm_host::Program::Path(&exe),
-        Some(&rt.root.join(crate::wasm_host::CACHE_DIR)),
+        Some(crate::wasm_host::CacheRef::unsealed(
+            &rt.root.join(crate::wasm_host::CACHE_DIR),
+        )),
     )?;
     let work = rt.root.join(ADAPT_DIR).join(&id);
     let result = (|| {

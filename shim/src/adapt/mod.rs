@@ -18,6 +18,7 @@
 mod confined;
 mod container;
 mod input;
+mod keyring;
 pub mod merge;
 mod policy;
 pub mod registry;
@@ -99,7 +100,7 @@ fn prepare_component(
     policy: &Policy,
     job: &Job,
     program: wasm_host::Program<'_>,
-    cache: Option<&Path>,
+    cache: Option<wasm_host::CacheRef<'_>>,
 ) -> Result<(String, sandboy_wasm_contract::host::PrepareReport)> {
     let limits = sandboy_spec_gen::render::annotations(policy)
         .get(sandboy_spec_gen::annotations::WASM_LIMITS)

@@ -355,7 +355,8 @@ impl Runtime {
         };
         let cache = self.root.join(wasm_host::CACHE_DIR);
         let program = wasm_host::Program::Fd(&exe);
-        let report = match wasm_host::memo::prepare(program, &host, &cache, &limits, false)? {
+        let cache_ref = wasm_host::CacheRef::unsealed(&cache);
+        let report = match wasm_host::memo::prepare(program, &host, cache_ref, &limits, false)? {
             Ok(r) => r,
             Err(r) if r.code == EXIT_REFUSED => return Err(refused(&r.message)),
             Err(r) => return Err(Failure::runtime(r.message)),

@@ -18,7 +18,7 @@ use std::path::Path;
 use sandboy_wasm_contract::digest::{self, hex, sha256};
 use sandboy_wasm_contract::host::PrepareReport;
 
-use super::{Program, Refused};
+use super::{CacheRef, Program, Refused};
 use crate::error::Result;
 
 const DIR: &str = "prepared";
@@ -30,12 +30,12 @@ const DIR: &str = "prepared";
 pub fn prepare(
     program: Program<'_>,
     payload: &Path,
-    cache: &Path,
+    cache: CacheRef<'_>,
     limits: &str,
     adapter_only: bool,
 ) -> Result<std::result::Result<PrepareReport, Refused>> {
-    let key = key(payload, limits, adapter_only);
-    if let Some(r) = key.as_ref().and_then(|k| recall(cache, &k.name)) {
+    let key = key(payload, limits, adapter_only, cache);
+    if let Some(r) = key.as_ref().and_then(|k| recall(cache.dir, &k.name)) {
         // The same event as a prepare's (from the cache, not compiled now).
         tracing::debug!(path = %payload.display(), from_cache = true, remembered = true, "wasm payload compiled");
         return Ok(Ok(r));
@@ -46,7 +46,7 @@ pub fn prepare(
         // may have been replaced between our read and the host's (a red
         // team's swap made other containers' payload run theirs).
         if r.sha256 == k.payload_sha256 {
-            remember(cache, &k.name, r);
+            remember(cache.dir, &k.name, r);
         }
     }
     Ok(answer)
@@ -58,11 +58,14 @@ struct Key {
     payload_sha256: String,
 }
 
-/// The key of (payload bytes, limits, adapter-only, host binary); `None`
-/// when one of them cannot be read, or the payload is larger than any wasm
-/// file the host accepts (then `prepare` runs, as without a memo, and
-/// refuses it). The payload is hashed as it streams, never held whole.
-fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<Key> {
+/// The key of (payload bytes, limits, adapter-only, host binary, the
+/// cache's seal); `None` when one of them cannot be read, or the payload
+/// is larger than any wasm file the host accepts (then `prepare` runs, as
+/// without a memo, and refuses it). The payload is hashed as it streams,
+/// never held whole. A new seal (the keyring lost its key) makes every
+/// entry stale, so it must make every answer stale too, or warm starts
+/// would go on pointing the host at code it now refuses.
+fn key(payload: &Path, limits: &str, adapter_only: bool, cache: CacheRef<'_>) -> Option<Key> {
     let file = crate::host::open_regular(payload).ok()?;
     let payload_sha = digest::sha256_reader(file, sandboy_wasm_contract::MAX_WASM_FILE)?;
     // The host binary by identity and version: a replaced or rebuilt
@@ -81,6 +84,9 @@ fn key(payload: &Path, limits: &str, adapter_only: bool) -> Option<Key> {
     input.push(0);
     input.push(u8::from(adapter_only));
     input.extend_from_slice(identity.as_bytes());
+    if let Some(seal) = cache.key {
+        input.extend_from_slice(seal.id().as_bytes());
+    }
     Some(Key {
         name: hex(&sha256(&input)),
         payload_sha256: hex(&payload_sha),

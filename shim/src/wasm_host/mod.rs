@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use sandboy_wasm_contract::host::{Command, Prepare, PrepareReport, HOST_BIN};
 use sandboy_wasm_contract::log;
+use sandboy_wasm_contract::seal::{self, CacheKey};
 
 use crate::error::{Failure, Result};
 
@@ -59,6 +60,23 @@ pub fn path() -> Result<PathBuf> {
 /// The compile cache in a state root.
 pub const CACHE_DIR: &str = ".wasm-cache";
 
+/// A compile cache: its directory, and the key its entries are sealed
+/// with. The state root's is root's alone and unsealed; an ordinary
+/// user's, which the user's own confined steps may be granted, is sealed
+/// (`sandboy_wasm_contract::seal`).
+#[derive(Clone, Copy, Debug)]
+pub struct CacheRef<'a> {
+    pub dir: &'a Path,
+    pub key: Option<&'a CacheKey>,
+}
+
+impl<'a> CacheRef<'a> {
+    /// An unsealed cache (the state root's).
+    pub fn unsealed(dir: &'a Path) -> CacheRef<'a> {
+        CacheRef { dir, key: None }
+    }
+}
+
 /// CPU seconds `prepare` may spend compiling one payload: it runs as the
 /// caller (root, for a container), outside the container's cgroup and
 /// deadline, on wasm the bundle's author chose; a red team's 12 MB module
@@ -84,7 +102,7 @@ pub enum Program<'a> {
 pub fn prepare(
     program: Program<'_>,
     path: &Path,
-    cache: Option<&Path>,
+    cache: Option<CacheRef<'_>>,
     limits: &str,
     adapter_only: bool,
 ) -> Result<std::result::Result<PrepareReport, Refused>> {
@@ -103,7 +121,7 @@ pub fn prepare(
         .map_err(|e| Failure::runtime(format!("{HOST_BIN} prepare: dup of the log fd: {e}")))?;
     let command = Command::Prepare(Prepare {
         path: path.to_path_buf(),
-        cache: cache.map(Path::to_path_buf),
+        cache: cache.map(|c| c.dir.to_path_buf()),
         limits: limits.to_string(),
         adapter_only,
         log: log::Handoff {
@@ -123,6 +141,11 @@ pub fn prepare(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    // The key goes in the environment, never on the command line.
+    match cache.and_then(|c| c.key) {
+        Some(key) => child.env(seal::ENV, key.to_env()),
+        None => child.env_remove(seal::ENV),
+    };
     // SAFETY: between fork and exec the closure makes one setrlimit call,
     // async-signal-safe, on no shared state.
     unsafe {

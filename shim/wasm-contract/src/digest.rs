@@ -8,6 +8,18 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The 32 bytes that 64 hex digits (either case) spell, or `None`.
+pub fn unhex32(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
 /// SHA-256 of `bytes`.
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
@@ -46,6 +58,19 @@ mod tests {
             Some(super::sha256(&data))
         );
         assert_eq!(super::sha256_reader(&data[..], 199_999), None);
+    }
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_64_digits() {
+        let b = super::sha256(b"x");
+        assert_eq!(super::unhex32(&super::hex(&b)), Some(b));
+        assert_eq!(super::unhex32(&super::hex(&b).to_uppercase()), Some(b));
+        assert_eq!(super::unhex32(&super::hex(&b)[..62]), None);
+        assert_eq!(
+            super::unhex32(&format!("{}zz", &super::hex(&b)[..62])),
+            None
+        );
+        assert_eq!(super::unhex32(&format!("{}é", &super::hex(&b)[..62])), None);
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! * [`Limits`] — the `[wasm]` limits, decoded from the annotation.
 //! * [`encoding`] — module or component, from the 8-byte header.
 //! * [`digest`] — SHA-256 and hex, for provenance and the compile cache.
+//! * [`seal`] — the key sealing an ordinary user's compile cache, and how
+//!   the runtime hands it to the host.
 //! * [`host`] — the host binary's name, command line and report.
 //! * [`log`] — the log line both processes write into one `--log`.
 
@@ -14,6 +16,7 @@ pub mod digest;
 pub mod host;
 pub mod limits;
 pub mod log;
+pub mod seal;
 pub mod select;
 
 pub use crate::limits::{BadLimits, LimitKind, Limits};

@@ -9,6 +9,13 @@
 //! can write it can inject native code: that check is the guard against
 //! tampering; the CRC catches torn or rotten files, at a fraction of the
 //! cost of hashing half a megabyte on every warm start.
+//!
+//! An ordinary user's cache is *sealed* ([`Cache::sealed`]): the user's
+//! confined steps run as the same uid and may be granted the directory, so
+//! ownership proves nothing there. Each entry then ends in an
+//! HMAC-SHA-256 tag over header and payload under the user's key
+//! (`sandboy_wasm_contract::seal`), checked before anything else; an entry
+//! without a valid tag is ignored and rewritten like a corrupt one.
 
 use std::fs;
 use std::io::Write;
@@ -25,6 +32,9 @@ use crate::error::WasmError;
 use crate::kind::Encoding;
 
 const MAGIC: &[u8; 8] = b"SBWCACH2";
+/// The magic of a sealed entry, which ends in a [`TAG_LEN`]-byte tag.
+const MAGIC_SEALED: &[u8; 8] = b"SBWCACHS";
+const TAG_LEN: usize = 32;
 /// magic + wasm sha + fingerprint + kind byte + payload length + payload CRC-32.
 const HEADER_LEN: usize = 8 + 32 + 32 + 1 + 8 + 4;
 
@@ -60,9 +70,11 @@ struct Counters {
 pub struct Cache {
     dir: PathBuf,
     counters: Arc<Counters>,
+    key: Option<CacheKey>,
 }
 
 pub use sandboy_wasm_contract::digest::{hex, sha256};
+use sandboy_wasm_contract::seal::CacheKey;
 
 impl Cache {
     /// Opens (creating, mode 0700) the cache directory. Refuses a directory
@@ -96,7 +108,15 @@ impl Cache {
         Ok(Cache {
             dir,
             counters: Arc::default(),
+            key: None,
         })
+    }
+
+    /// This cache with its entries sealed under `key` (when there is
+    /// one): only entries tagged with it load, and new ones are tagged.
+    pub fn sealed(mut self, key: Option<CacheKey>) -> Cache {
+        self.key = key;
+        self
     }
 
     /// The cache directory.
@@ -190,7 +210,7 @@ impl Cache {
         sha: &[u8; 32],
         enc: Encoding,
     ) -> Result<Code, String> {
-        match load_entry(engine, data, sha)? {
+        match load_entry(engine, data, sha, self.key.as_ref())? {
             (code, e) if e == enc => Ok(code),
             _ => Err("kind mismatch".into()),
         }
@@ -209,14 +229,22 @@ impl Cache {
             Code::Component(c) => c.serialize(),
         }
         .map_err(|e| format!("serialize: {e:#}"))?;
-        let mut data = Vec::with_capacity(HEADER_LEN + payload.len());
-        data.extend_from_slice(MAGIC);
+        let mut data = Vec::with_capacity(HEADER_LEN + payload.len() + TAG_LEN);
+        data.extend_from_slice(if self.key.is_some() {
+            MAGIC_SEALED
+        } else {
+            MAGIC
+        });
         data.extend_from_slice(sha);
         data.extend_from_slice(fp);
         data.push(enc_byte(enc));
         data.extend_from_slice(&(payload.len() as u64).to_le_bytes());
         data.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         data.extend_from_slice(&payload);
+        if let Some(key) = &self.key {
+            let tag = hmac::Mac::finalize(mac(key, &data)).into_bytes();
+            data.extend_from_slice(&tag);
+        }
         // Write to a private temporary file, then rename over: readers never
         // see a partial file.
         let tmp = self
@@ -245,17 +273,49 @@ pub fn is_entry(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-/// Checks a cache entry's header against the wasm digest `sha` and this
-/// engine, then loads its code: the entry's file was opened by whoever
-/// vouches for its directory (see [`Cache::new`]), e.g. the runtime, which
-/// hands the wasm host an fd of it.
+/// The HMAC-SHA-256 of a sealed entry, fed with what it covers.
+fn mac(key: &CacheKey, covered: &[u8]) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&key.0)
+        .expect("HMAC takes a key of any length");
+    m.update(covered);
+    m
+}
+
+/// The entry without its tag, when it is of the kind `key` asks for: a
+/// sealed entry whose tag is right under `key`, or with no key an unsealed
+/// one. Nothing else of the entry is looked at before this.
+fn unseal<'a>(data: &'a [u8], key: Option<&CacheKey>) -> Result<&'a [u8], String> {
+    match key {
+        None if data.starts_with(MAGIC) => Ok(data),
+        None => Err("bad magic (not an unsealed entry)".into()),
+        Some(key) => {
+            if !data.starts_with(MAGIC_SEALED) || data.len() < HEADER_LEN + TAG_LEN {
+                return Err("not sealed with this user's key (no tag)".into());
+            }
+            let (covered, tag) = data.split_at(data.len() - TAG_LEN);
+            // `verify_slice` compares in constant time.
+            hmac::Mac::verify_slice(mac(key, covered), tag)
+                .map_err(|_| "not sealed with this user's key (wrong tag)".to_string())?;
+            Ok(covered)
+        }
+    }
+}
+
+/// Checks a cache entry's seal (with `key`: see [`Cache::sealed`]) and
+/// header against the wasm digest `sha` and this engine, then loads its
+/// code: an unsealed entry's file was opened by whoever vouches for its
+/// directory (see [`Cache::new`]), e.g. the runtime, which hands the wasm
+/// host an fd of it.
 pub fn load_entry(
     engine: &Engine,
     data: &[u8],
     sha: &[u8; 32],
+    key: Option<&CacheKey>,
 ) -> Result<(Code, Encoding), String> {
-    if data.len() < HEADER_LEN || &data[..8] != MAGIC {
-        return Err("bad magic or truncated header".into());
+    let data = unseal(data, key)?;
+    if data.len() < HEADER_LEN {
+        return Err("truncated header".into());
     }
     if &data[8..40] != sha || data[40..72] != fingerprint(engine) {
         return Err("key mismatch (different wasm bytes or engine settings)".into());
@@ -284,7 +344,9 @@ pub fn load_entry(
     // SAFETY: `deserialize` runs native code produced by a compiler, so the
     // bytes must come from `serialize` of a compatible engine. Entries live
     // in a directory only their owner can write (checked in `Cache::new`;
-    // an fd handed over was opened there by that owner), were written by
+    // an fd handed over was opened there by that owner), and an ordinary
+    // user's, which that user's steps may reach, carry a tag under the
+    // user's key that was checked above (`unseal`); they were written by
     // `Cache::store`, name the exact wasm bytes and engine fingerprint in
     // their header, and the payload matches the CRC-32 recorded there;
     // wasmtime itself re-checks the engine compatibility and refuses with

@@ -123,9 +123,10 @@ impl Prepared {
         let engine = engine::new_engine()?;
         let compiled = match sha256.filter(|_| cache::is_entry(&bytes)) {
             Some(sha) => {
-                let (code, _) = cache::load_entry(&engine, &bytes, &sha).map_err(|reason| {
-                    WasmError::Runtime(format!("{}: compiled code: {reason}", path.display()))
-                })?;
+                let (code, _) =
+                    cache::load_entry(&engine, &bytes, &sha, None).map_err(|reason| {
+                        WasmError::Runtime(format!("{}: compiled code: {reason}", path.display()))
+                    })?;
                 Compiled {
                     code,
                     sha256: sha,

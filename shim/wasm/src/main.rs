@@ -24,6 +24,7 @@ use std::path::Path;
 use sandboy_wasm::{Cache, Kind, Limits, Prepared, WasmError};
 use sandboy_wasm_contract::host::{self, Command, PrepareReport, EXIT_REFUSED};
 use sandboy_wasm_contract::log;
+use sandboy_wasm_contract::seal::CacheKey;
 
 /// The C entry point in place of Rust's `fn main`. Rust's start-up asks
 /// glibc for the main thread's stack bounds (for its stack-overflow
@@ -75,8 +76,9 @@ fn prepare(p: &host::Prepare) -> i32 {
     let outcome = Limits::from_value(&p.limits)
         .map_err(|e| (EXIT_REFUSED, e.to_string()))
         .and_then(|limits| {
+            let key = CacheKey::from_env().map_err(|e| (1, e))?;
             let cache = match p.cache.as_ref().map(Cache::new).transpose() {
-                Ok(c) => c,
+                Ok(c) => c.map(|c| c.sealed(key)),
                 // `adapt` as an ordinary user runs on without its own cache.
                 Err(e) if p.adapter_only => {
                     tracing::warn!(id = %p.path.display(), error = %e, "adapt: no compile cache; every run compiles");
@@ -143,19 +145,11 @@ fn run(r: &host::Run) -> i32 {
 }
 
 fn parse_sha(hex: &str) -> Result<[u8; 32], WasmError> {
-    let bad = || {
+    sandboy_wasm_contract::digest::unhex32(hex).ok_or_else(|| {
         WasmError::Runtime(format!(
             "sandboy-wasm: --sha256 {hex:?} is not 64 hex digits"
         ))
-    };
-    if hex.len() != 64 || !hex.is_ascii() {
-        return Err(bad());
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-    }
-    Ok(out)
+    })
 }
 
 /// `sandboy adapt` as an ordinary user: already confined by the caller.
@@ -164,7 +158,12 @@ fn adapt(a: &host::Adapt) -> i32 {
     let result = Limits::from_value(&a.limits)
         .map_err(WasmError::from)
         .and_then(|limits| {
-            let cache = a.cache.as_ref().and_then(|d| Cache::new(d).ok());
+            let key = CacheKey::from_env().map_err(WasmError::Runtime)?;
+            let cache = a
+                .cache
+                .as_ref()
+                .and_then(|d| Cache::new(d).ok())
+                .map(|c| c.sealed(key));
             let p = Prepared::prepare_with_limits(&a.component, limits, cache.as_ref())?;
             // What is run is what this open of the path holds, which may
             // not be what the caller checked (a red team swapped a WASI

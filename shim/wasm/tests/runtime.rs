@@ -455,6 +455,68 @@ fn cache_hit_and_corruption_recovery() {
         .from_cache());
 }
 
+/// An ordinary user's cache is sealed: only entries tagged with the
+/// user's key load. A red team's step rewrote one entry's digest to
+/// another component's (the CRC covers only the payload, so it stayed
+/// right) and the host ran the wrong code under the right digest.
+#[test]
+fn sealed_cache_loads_only_what_its_key_sealed() {
+    use sandboy_wasm_contract::seal::CacheKey;
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("cache");
+    let sealed = |k: u8| Cache::new(&at).unwrap().sealed(Some(CacheKey([k; 32])));
+    let a = write(
+        dir.path(),
+        "a.wasm",
+        &adapter_component(SMALL_SARIF, false, ""),
+    );
+    let b = write(
+        dir.path(),
+        "b.wasm",
+        &adapter_component(SMALL_SARIF, false, "(nop)"),
+    );
+    let prepare = |c: &Cache, w: &std::path::Path| {
+        Prepared::prepare(w, &HashMap::new(), Some(c))
+            .unwrap()
+            .from_cache()
+    };
+    let cache = sealed(1);
+    assert!(!prepare(&cache, &a) && !prepare(&cache, &b));
+    // Allowed: what this key sealed loads.
+    assert!(prepare(&cache, &a) && prepare(&cache, &b));
+    assert_eq!(cache.rejected(), 0);
+
+    // b's sealed entry, its digest rewritten to a's, at a's place: refused.
+    let engine = sandboy_wasm::engine::new_engine().unwrap();
+    let entry = |w: &std::path::Path| cache.path_for(&engine, &std::fs::read(w).unwrap());
+    let sha_a = sandboy_wasm::cache::sha256(&std::fs::read(&a).unwrap());
+    let mut planted = std::fs::read(entry(&b)).unwrap();
+    planted[8..40].copy_from_slice(&sha_a);
+    std::fs::write(entry(&a), &planted).unwrap();
+    assert!(!prepare(&cache, &a), "a planted entry loaded");
+    assert_eq!(cache.rejected(), 1);
+    run_adapter(
+        &Prepared::prepare(&a, &HashMap::new(), Some(&cache)).unwrap(),
+        &["--tool", "t"],
+        dir.path(),
+    )
+    .unwrap();
+
+    // Sealed with another key, or not sealed at all: refused, rewritten.
+    assert!(!prepare(&sealed(2), &a));
+    assert!(!prepare(&cache, &a));
+    let unsealed = Cache::new(&at).unwrap();
+    assert!(
+        !prepare(&unsealed, &a),
+        "an unsealed cache loads no sealed entry"
+    );
+    assert!(
+        !prepare(&cache, &a),
+        "a sealed cache loads no unsealed entry"
+    );
+    assert!(prepare(&cache, &a));
+}
+
 #[test]
 fn cache_dir_writable_by_others_refused() {
     use std::os::unix::fs::PermissionsExt;
