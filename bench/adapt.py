@@ -44,8 +44,13 @@ def host(report=fixture):
 
 
 nobody_cache = f"{work}/nobody-cache"
-os.makedirs(nobody_cache)
-shutil.chown(nobody_cache, "nobody", "nogroup")
+# The host's own cache: adapt's entries are sealed with nobody's key from
+# the kernel keyring, the host run directly writes unsealed ones, and
+# sharing one directory would make each refuse (and recompile) the other's.
+nobody_host_cache = f"{work}/nobody-host-cache"
+for d in (nobody_cache, nobody_host_cache):
+    os.makedirs(d)
+    shutil.chown(d, "nobody", "nogroup")
 shutil.copy(fixture, f"{work}/report.json")
 os.chmod(f"{work}/report.json", 0o644)
 
@@ -63,7 +68,7 @@ def unprivileged():
 
 def host_nobody():
     return timed([*AS_NOBODY, "env", hostbin, "adapt", "--limits", "{}",
-                  "--cache", f"{nobody_cache}/sandboy/wasm", "--", comp, "--tool", "infersharp",
+                  "--cache", nobody_host_cache, "--", comp, "--tool", "infersharp",
                   "--artifact", f"report.json={work}/report.json"], cwd="/")
 
 
