@@ -68,6 +68,7 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
     if let Some(mut process) = spec.process().clone() {
         process.set_no_new_privileges(Some(true));
         if policy.user_set {
+            only_narrows_the_user(policy, process.user())?;
             let mut user = process.user().clone();
             user.set_uid(policy.uid)
                 .set_gid(policy.gid)
@@ -119,6 +120,23 @@ pub fn apply(policy: &Policy, spec: &mut Spec, allow: Allow) -> Result<LinuxSecc
 /// is the pod's network, not the host's, for `namespace = "none"`; the
 /// gateway needs a namespace of the container's own, as for a bundle's
 /// own egress annotation.
+/// A policy's `[process] user` only ever takes away: from the engine's
+/// root to anyone, else to the engine's own user. A pod's
+/// `dev.sandboy.policy.text` saying `user = "0:0"` ran a container the
+/// engine started as uid 1000 (`runAsNonRoot`) as root with root's
+/// capabilities (a red team); another non-root user would reach that
+/// user's files.
+fn only_narrows_the_user(policy: &Policy, engine: &oci_spec::runtime::User) -> Result<(), Error> {
+    let (uid, gid) = (engine.uid(), engine.gid());
+    if uid == 0 || (uid, gid) == (policy.uid, policy.gid) {
+        return Ok(());
+    }
+    Err(Error::Spec(format!(
+        "{}: [process] user = \"{}:{}\" would change the engine's user {uid}:{gid}; a policy applied onto an engine's spec may only narrow it (from root, or to the same user): drop [process] user from the policy or set the user in the engine (podman --user, Kubernetes runAsUser)",
+        policy.file, policy.uid, policy.gid
+    )))
+}
+
 fn own_network_or_refuse(policy: &Policy, spec: &Spec) -> Result<(), Error> {
     use crate::policy::NetNamespace;
     use oci_spec::runtime::LinuxNamespaceType;
@@ -229,6 +247,48 @@ mod tests {
             .unwrap();
         assert!(masked.contains(&"/etc/shadow".to_string()));
         assert!(!seccomp.syscalls().clone().unwrap_or_default().is_empty());
+    }
+
+    /// A policy's user narrows the engine's (from root, or the same
+    /// user) and never raises it: a pod's annotation said `user = "0:0"`
+    /// for a container the engine ran as 1000 (a red team).
+    #[test]
+    fn the_policys_user_only_narrows_the_engines() {
+        let with_user = |uid: u32, gid: u32| {
+            let mut spec = engine();
+            let mut process = oci_spec::runtime::Process::default();
+            let mut user = process.user().clone();
+            user.set_uid(uid).set_gid(gid);
+            process.set_user(user);
+            spec.set_process(Some(process));
+            spec
+        };
+        let user_of = |spec: &Spec| {
+            let u = spec.process().as_ref().unwrap().user().clone();
+            (u.uid(), u.gid())
+        };
+        for (policy_user, engine, allowed) in [
+            ((0, 0), (1000, 1000), false),
+            ((65534, 65534), (1000, 1000), false),
+            ((1000, 0), (1000, 1000), false),
+            ((1000, 1000), (1000, 1000), true),
+            ((65534, 65534), (0, 0), true),
+            ((0, 0), (0, 0), true),
+        ] {
+            let p = policy(&format!(
+                "[process]\nuser = \"{}:{}\"\n",
+                policy_user.0, policy_user.1
+            ));
+            let mut spec = with_user(engine.0, engine.1);
+            let got = apply(&p, &mut spec, Allow::default());
+            assert_eq!(got.is_ok(), allowed, "{policy_user:?} onto {engine:?}: {got:?}");
+            if allowed {
+                assert_eq!(user_of(&spec), policy_user);
+            } else {
+                let e = got.unwrap_err().to_string();
+                assert!(e.contains("may only narrow"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -657,3 +657,33 @@ fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
     assert_exit(&n.sandboy(&["update", "--pids-limit", "32", &id]), 0);
     assert_exit(&n.sandboy(&["delete", "--force", &id]), 0);
 }
+
+/// A pod's own policy (`dev.sandboy.policy.text`) may not raise the
+/// engine's user: a red team's annotation saying `user = "0:0"` ran a
+/// container the engine started as uid 1000 as root, with root's
+/// capabilities. Refused (exit 2, named); the same policy without the
+/// user runs as the engine's 1000.
+#[test]
+fn an_annotated_policy_never_raises_the_engines_user() {
+    let Some(n) = Node::new("node::an_annotated_policy_never_raises_the_engines_user", "") else {
+        return;
+    };
+    let bundle = |policy: &str| {
+        let text = serde_json::to_string(policy).unwrap();
+        let b = engine_bundle("id -u", &[("dev.sandboy.policy.text", &text)]);
+        b.edit(|c| {
+            c["process"]["user"] = serde_json::json!({"uid": 1000, "gid": 1000});
+        });
+        b
+    };
+    n.refused(
+        &bundle(&format!("{GATE_STEP}[process]\nuser = \"0:0\"\n")),
+        "may only narrow",
+    );
+    // Allowed: the same policy without a user, as the engine's 1000.
+    let id = unique_id("node-text-user-ok");
+    let _g = n.rt.guard(&id);
+    let o = n.run(&bundle(GATE_STEP), &id);
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "1000\n");
+}
