@@ -2305,6 +2305,86 @@ fn a_hidden_files_directory_cannot_be_moved_from_under_its_mask() {
     assert_eq!(text(&o.stdout).trim(), "0");
 }
 
+/// The pins above a hidden path are made by the runtime from one fd each,
+/// inside the rootfs, no symlink followed. Handed to libcontainer as binds
+/// by path, a sibling container sharing the checkout that swapped the
+/// pinned directory with a link to a host directory (renameat2
+/// RENAME_EXCHANGE in a loop) won 2 of 9 creates: that host directory,
+/// bound read-write in the container (a red team). Under the same swapping
+/// now, every container either runs with nothing of the host directory or
+/// is refused, naming the pin; without it the same container runs.
+#[test]
+fn a_pin_above_a_hidden_path_never_binds_what_a_sibling_swaps_in() {
+    let t = "a_pin_above_a_hidden_path_never_binds_what_a_sibling_swaps_in";
+    if !ready(t) {
+        return;
+    }
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let s = Sandbox::generated(&hide_policy());
+    fs::create_dir_all(s.work().join("config")).unwrap();
+    fs::write(s.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
+    let host = TempDir::new("pin-host");
+    fs::write(host.path().join("HOSTMARK"), "host-only\n").unwrap();
+    std::os::unix::fs::symlink(host.path(), s.work().join("l")).unwrap();
+    let probe = "cat /work/config/HOSTMARK /work/config/.env 2>/dev/null; \
+        echo x > /work/config/WROTE 2>/dev/null; true";
+    // Allowed: without the sibling, the container runs.
+    assert_exit(&s.sh(probe), 0);
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let stop = stop.clone();
+        let (a, b) = (
+            std::ffi::CString::new(s.work().join("config").into_os_string().into_encoded_bytes()).unwrap(),
+            std::ffi::CString::new(s.work().join("l").into_os_string().into_encoded_bytes()).unwrap(),
+        );
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: two valid C strings; renameat2 only reads them.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_renameat2,
+                        libc::AT_FDCWD,
+                        a.as_ptr(),
+                        libc::AT_FDCWD,
+                        b.as_ptr(),
+                        libc::RENAME_EXCHANGE,
+                    )
+                };
+                swaps += u64::from(r == 0);
+            }
+            swaps
+        })
+    };
+    let (mut ran, mut refused) = (0, 0);
+    for _ in 0..25 {
+        let o = s.sh(probe);
+        let out = text(&o.stdout);
+        assert!(!out.contains("host-only"), "the host directory was bound: {out}");
+        assert!(!out.contains("hunter2"), "the hidden file was read: {out}");
+        assert!(!host.path().join("WROTE").exists(), "the container wrote the host directory");
+        match o.status.code() {
+            Some(0) => ran += 1,
+            _ => {
+                let err = text(&o.stderr);
+                // The pin's refusal, or libcontainer's mask finding no
+                // file where the link stood.
+                assert!(err.contains("/work/config"), "{err}");
+                refused += 1;
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = flipper.join().unwrap();
+    eprintln!("{t}: {ran} ran, {refused} refused, {swaps} swaps");
+    assert!(swaps > 100, "the sibling swapped only {swaps} times");
+    // The runtime left nothing behind for the refused ones.
+    assert_eq!(
+        fs::read_dir(s.rt.root.path()).unwrap().flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count(),
+        0
+    );
+}
+
 #[test]
 fn a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused() {
     let t = "a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused";

@@ -263,7 +263,6 @@ impl Runtime {
         let rootfs = fs::canonicalize(bundle.rootfs())?;
         let rewritten =
             super::compat::rewrite(id, &mut spec, &rootfs, &bundle.dir.join("config.json"))?
-                | super::mounts::pin_hidden_ancestors(&mut spec)
                 | (policy_confined(&bundle.spec, node_policy)
                     && super::mounts::restrict_recursively(&mut spec));
         let runtime_sysctl = super::sysctl::memfd_noexec(&bundle.spec)?.is_some();

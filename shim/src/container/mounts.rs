@@ -250,25 +250,29 @@ fn no_propagation(spec: &mut oci_spec::runtime::Spec) -> bool {
     true
 }
 
-/// Pins the directories between a writable bind and a path it hides
-/// (`linux.maskedPaths` below it): each becomes a bind of itself, a mount
-/// point, which `rename(2)` and `rmdir(2)` refuse (EBUSY). A hidden file's
-/// mask is a mount at its path made at create; a red team's step renamed
-/// the masked file's parent directory in the shared checkout, and the next
-/// container, masking a path that no longer existed, read the secret at
-/// the new name. Only real directories are pinned (a link there is left to
-/// the mask, which then covers nothing new); each pin follows its bind in
-/// the mount order, before deeper mounts. True if any was added.
-pub fn pin_hidden_ancestors(spec: &mut oci_spec::runtime::Spec) -> bool {
+/// The directories between a writable bind and a path it hides
+/// (`linux.maskedPaths` below it), outermost first, to be pinned: each
+/// becomes a bind of itself, a mount point, which `rename(2)` and
+/// `rmdir(2)` refuse (EBUSY). A hidden file's mask is a mount at its path
+/// made at create; a red team's step renamed the masked file's parent
+/// directory in the shared checkout, and the next container, masking a
+/// path that no longer existed, read the secret at the new name. Only real
+/// directories are planned (a link there is left to the mask, which then
+/// covers nothing new). The pins are made by the rootfs hook, from one fd
+/// each (`rootfs_hook`): handed to libcontainer as binds by path, a
+/// sibling container swapping a directory there with a link between this
+/// check and the mount got a host directory of its choice bound read-write
+/// (a red team).
+pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Vec<PathBuf> {
     let masked = spec
         .linux()
         .as_ref()
         .and_then(|l| l.masked_paths().clone())
         .unwrap_or_default();
-    let Some(mut mounts) = spec.mounts().clone() else {
-        return false;
+    let Some(mounts) = spec.mounts().clone() else {
+        return Vec::new();
     };
-    let mut pins: Vec<(usize, Mount)> = Vec::new();
+    let mut pins: Vec<(usize, PathBuf)> = Vec::new();
     for hidden in masked.iter().map(|h| normalize(Path::new(h))) {
         // The innermost writable bind holding the hidden path.
         let Some((i, bind)) = mounts.iter().enumerate().rev().find(|(_, m)| {
@@ -295,27 +299,15 @@ pub fn pin_hidden_ancestors(spec: &mut oci_spec::runtime::Spec) -> bool {
                 fs::canonicalize(&src).is_ok_and(|s| r == s.join(&below)) && r.is_dir()
             });
             let at = dest.join(&below);
-            if !is_real_dir || pins.iter().any(|(_, p)| p.destination() == &at) {
+            if !is_real_dir || pins.iter().any(|(_, p)| p == &at) {
                 continue;
             }
-            let mut pin = Mount::default();
-            pin.set_destination(at)
-                .set_typ(Some("bind".into()))
-                .set_source(Some(host))
-                .set_options(bind.options().clone());
-            pins.push((i, pin));
+            pins.push((i, at));
         }
     }
-    if pins.is_empty() {
-        return false;
-    }
-    // Inserted after their bind, last first so earlier indices hold.
-    pins.sort_by_key(|(i, _)| *i);
-    for (offset, (i, pin)) in pins.into_iter().enumerate() {
-        mounts.insert(i + 1 + offset, pin);
-    }
-    spec.set_mounts(Some(mounts));
-    true
+    // By their bind's place in the mount order, outer before inner.
+    pins.sort_by_key(|(i, p)| (*i, p.components().count()));
+    pins.into_iter().map(|(_, p)| p).collect()
 }
 
 /// A container path without `.`/`..` (lexically; `..` at the root stays).
@@ -424,7 +416,7 @@ mod tests {
     }
 
     #[test]
-    fn the_directories_above_a_hidden_path_are_pinned_after_their_bind() {
+    fn the_directories_above_a_hidden_path_are_planned_as_pins() {
         let host = tmp("pin");
         fs::create_dir_all(host.join("config/deep")).unwrap();
         symlink("config", host.join("link")).unwrap();
@@ -452,22 +444,12 @@ mod tests {
             "/proc/kcore".into(),
         ]));
         spec.set_linux(Some(linux));
-        assert!(pin_hidden_ancestors(&mut spec));
-        let dests: Vec<String> = spec
-            .mounts()
-            .iter()
-            .flatten()
-            .map(|m| m.destination().display().to_string())
-            .collect();
-        // Pinned right after /work, before the deeper bind; the link is not.
+        // The real directories above each hidden path, outer first; the
+        // link is not pinned; the spec is left as it was.
         assert_eq!(
-            dests,
-            [
-                "/work",
-                "/work/config",
-                "/work/config/deep",
-                "/work/config/deep/out"
-            ]
+            hidden_ancestor_pins(&spec),
+            [PathBuf::from("/work/config"), PathBuf::from("/work/config/deep")]
         );
+        assert_eq!(spec.mounts().as_ref().map(Vec::len), Some(2));
     }
 }

@@ -12,6 +12,13 @@
 //!   mounts the bind over it, followed by the spec's later mounts below
 //!   /dev (a /dev/shm, /dev/pts after the bind), in the spec's order, with
 //!   libcontainer's own mount code.
+//! * **Pins above hidden paths** (`mounts::hidden_ancestor_pins`): each
+//!   directory between a writable bind and a path it hides becomes a bind
+//!   of itself. Both ends are one fd, opened inside the rootfs with no
+//!   symlink allowed on the way (`openat2`), cloned with its submounts
+//!   (`open_tree`) and moved onto itself (`move_mount`): a sibling
+//!   container sharing the volume and swapping a link in gets a refused
+//!   create, never a host directory bound.
 //! * **A missing `process.cwd` below a mount** (a tmpfs at /tmp and cwd
 //!   /tmp/work): runc makes it after its mounts; before the build it can
 //!   only be made beneath the mount, where the container never sees it. The
@@ -41,6 +48,9 @@ pub struct Plan {
     /// Mounts taken from libcontainer's spec, made by the hook.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mounts: Vec<Mount>,
+    /// Directories to pin, outermost first (container paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<PathBuf>,
     /// The container's cwd, made (0755, as runc's MkdirAll) if missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -51,7 +61,7 @@ pub struct Plan {
 
 impl Plan {
     fn is_empty(&self) -> bool {
-        self.mounts.is_empty() && self.cwd.is_none()
+        self.mounts.is_empty() && self.pins.is_empty() && self.cwd.is_none()
     }
 }
 
@@ -62,6 +72,7 @@ pub fn install(spec: &mut Spec, rootfs: &Path) -> bool {
     let mut plan = Plan {
         rootfs: rootfs.to_path_buf(),
         mounts: take_bound_dev(spec, rootfs),
+        pins: super::mounts::hidden_ancestor_pins(spec),
         cwd: None,
         mount_label: spec.linux().as_ref().and_then(|l| l.mount_label().clone()),
     };
@@ -210,12 +221,53 @@ fn run(plan: &Plan) -> Result<(), String> {
             )
         })?;
     }
+    for dest in &plan.pins {
+        pin(&plan.rootfs, dest).map_err(|e| {
+            format!(
+                "pin {} (above a hidden path): {e}; it is no longer the directory create checked (a link or something else was put there since), so the container is not started",
+                dest.display()
+            )
+        })?;
+    }
     if let Some(cwd) = &plan.cwd {
         let resolved = super::mounts::resolve(&plan.rootfs, cwd)
             .map_err(|e| format!("process.cwd {}: {e}", cwd.display()))?;
         super::compat::mkdir_all_in(&plan.rootfs, &resolved)
             .map_err(|e| format!("process.cwd {}: cannot create it: {e}", cwd.display()))?;
     }
+    Ok(())
+}
+
+/// `dest` bound onto itself with its submounts, source and target one fd
+/// resolved inside `rootfs` without following any symlink.
+fn pin(rootfs: &Path, dest: &Path) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::mount::{MoveMountFlags, OpenTreeFlags};
+    let path = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root = rustix::fs::open(rootfs, path, Mode::empty())?;
+    let rel = dest.strip_prefix("/").unwrap_or(dest);
+    let dir = rustix::fs::openat2(
+        &root,
+        rel,
+        path | OFlags::NOFOLLOW,
+        Mode::empty(),
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )?;
+    let tree = rustix::mount::open_tree(
+        &dir,
+        "",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE,
+    )?;
+    rustix::mount::move_mount(
+        &tree,
+        "",
+        &dir,
+        "",
+        MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+    )?;
     Ok(())
 }
 
