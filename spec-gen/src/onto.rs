@@ -281,7 +281,11 @@ mod tests {
             ));
             let mut spec = with_user(engine.0, engine.1);
             let got = apply(&p, &mut spec, Allow::default());
-            assert_eq!(got.is_ok(), allowed, "{policy_user:?} onto {engine:?}: {got:?}");
+            assert_eq!(
+                got.is_ok(),
+                allowed,
+                "{policy_user:?} onto {engine:?}: {got:?}"
+            );
             if allowed {
                 assert_eq!(user_of(&spec), policy_user);
             } else {

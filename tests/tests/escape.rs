@@ -2334,8 +2334,15 @@ fn a_pin_above_a_hidden_path_never_binds_what_a_sibling_swaps_in() {
     let flipper = {
         let stop = stop.clone();
         let (a, b) = (
-            std::ffi::CString::new(s.work().join("config").into_os_string().into_encoded_bytes()).unwrap(),
-            std::ffi::CString::new(s.work().join("l").into_os_string().into_encoded_bytes()).unwrap(),
+            std::ffi::CString::new(
+                s.work()
+                    .join("config")
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )
+            .unwrap(),
+            std::ffi::CString::new(s.work().join("l").into_os_string().into_encoded_bytes())
+                .unwrap(),
         );
         std::thread::spawn(move || {
             let mut swaps = 0u64;
@@ -2360,9 +2367,15 @@ fn a_pin_above_a_hidden_path_never_binds_what_a_sibling_swaps_in() {
     for _ in 0..25 {
         let o = s.sh(probe);
         let out = text(&o.stdout);
-        assert!(!out.contains("host-only"), "the host directory was bound: {out}");
+        assert!(
+            !out.contains("host-only"),
+            "the host directory was bound: {out}"
+        );
         assert!(!out.contains("hunter2"), "the hidden file was read: {out}");
-        assert!(!host.path().join("WROTE").exists(), "the container wrote the host directory");
+        assert!(
+            !host.path().join("WROTE").exists(),
+            "the container wrote the host directory"
+        );
         match o.status.code() {
             Some(0) => ran += 1,
             _ => {
@@ -2380,9 +2393,107 @@ fn a_pin_above_a_hidden_path_never_binds_what_a_sibling_swaps_in() {
     assert!(swaps > 100, "the sibling swapped only {swaps} times");
     // The runtime left nothing behind for the refused ones.
     assert_eq!(
-        fs::read_dir(s.rt.root.path()).unwrap().flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count(),
+        fs::read_dir(s.rt.root.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count(),
         0
     );
+}
+
+/// No handle on the host's procfs reaches a container: libcontainer's
+/// path library cached one, made in the runtime before the clone, and a
+/// created container's init held it (fd 17) until its `execve`. A red
+/// team's process with `CAP_SYS_PTRACE`, in a container sharing that pid
+/// namespace (a pod), walked `/proc/<init>/fd/17/<host pid>/root` to the
+/// host's `/` and wrote a host file. Now the created init's fds hold no
+/// procfs; the capability itself still works (the init's fds are listed).
+#[test]
+fn a_created_containers_init_holds_no_handle_on_the_hosts_procfs() {
+    let t = "a_created_containers_init_holds_no_handle_on_the_hosts_procfs";
+    if !ready(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let marker = TempDir::new("procfs-marker");
+    fs::write(marker.path().join("HOSTMARK"), "host-only\n").unwrap();
+    let a = Bundle::busybox(&["sleep", "60"]);
+    a.edit(|c| {
+        for set in ["bounding", "effective", "permitted"] {
+            c["process"]["capabilities"][set]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!("CAP_SYS_PTRACE"));
+        }
+    });
+    let ida = unique_id("procfs-a");
+    let _ga = rt.guard(&ida);
+    assert_exit(&rt.run_detached(&a, &ida), 0);
+    let apid = rt.state(&ida)["pid"].as_i64().unwrap();
+    let b = Bundle::busybox(&["true"]);
+    b.edit(|c| {
+        for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            if ns["type"] == "pid" {
+                ns["path"] = serde_json::json!(format!("/proc/{apid}/ns/pid"));
+            }
+        }
+    });
+    let idb = unique_id("procfs-b");
+    let _gb = rt.guard(&idb);
+    assert_exit(&rt.create(&b, &idb), 0);
+    let scan = format!(
+        "n=0; for f in /proc/[0-9]*/fd/*; do n=$((n+1)); \
+           for d in $f/[0-9]*; do cat $d/root{}/HOSTMARK 2>/dev/null; done; \
+         done; echo fds=$n",
+        marker.path().display()
+    );
+    let o = rt.run(&["exec", &ida, "sh", "-c", &scan]);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert!(
+        !out.contains("host-only"),
+        "a host file read through a procfs handle: {out}"
+    );
+    // Allowed: with CAP_SYS_PTRACE the other init's fds are there to walk.
+    let fds: u32 = out
+        .trim()
+        .rsplit_once("fds=")
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0);
+    assert!(fds >= 3, "no fds listed: {out}");
+
+    // The other way round: a created container with a pid namespace of
+    // its own, and a container with CAP_SYS_PTRACE that joins it.
+    let v = Bundle::busybox(&["true"]);
+    let idv = unique_id("procfs-v");
+    let _gv = rt.guard(&idv);
+    assert_exit(&rt.create(&v, &idv), 0);
+    let vpid = rt.state(&idv)["pid"].as_i64().unwrap();
+    let attacker = Bundle::busybox(&["sh", "-c", &scan]);
+    attacker.edit(|c| {
+        for set in ["bounding", "effective", "permitted"] {
+            c["process"]["capabilities"][set]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!("CAP_SYS_PTRACE"));
+        }
+        for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
+            if ns["type"] == "pid" {
+                ns["path"] = serde_json::json!(format!("/proc/{vpid}/ns/pid"));
+            }
+        }
+    });
+    let idt = unique_id("procfs-t");
+    let _gt = rt.guard(&idt);
+    let o = rt.run(&["run", "--bundle", attacker.path().to_str().unwrap(), &idt]);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    assert!(
+        !out.contains("host-only"),
+        "a host file read through a procfs handle: {out}"
+    );
+    assert!(out.contains("fds="), "{out}");
 }
 
 #[test]

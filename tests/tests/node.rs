@@ -310,6 +310,18 @@ fn raw_annotations_refused_when_not_allowed() {
         "annotation dev.sandboy.landlock refused",
     );
     assert!(err.contains("allow_annotations = false"), "{err}");
+    // Claiming to be the pod's sandbox does not bring raw rules in either
+    // (a red team's container did).
+    n.refused(
+        &engine_bundle(
+            "true",
+            &[
+                ("dev.sandboy.landlock", weak),
+                ("io.kubernetes.cri.container-type", "sandbox"),
+            ],
+        ),
+        "annotation dev.sandboy.landlock refused",
+    );
     // Only a name: allowed.
     let b = engine_bundle(WRITES, &[("dev.sandboy.policy", "gate-step")]);
     let id = unique_id("node-names-only");
@@ -665,7 +677,10 @@ fn a_node_policys_user_and_open_files_apply_to_the_engines_process() {
 /// user runs as the engine's 1000.
 #[test]
 fn an_annotated_policy_never_raises_the_engines_user() {
-    let Some(n) = Node::new("node::an_annotated_policy_never_raises_the_engines_user", "") else {
+    let Some(n) = Node::new(
+        "node::an_annotated_policy_never_raises_the_engines_user",
+        "",
+    ) else {
         return;
     };
     let bundle = |policy: &str| {
@@ -686,4 +701,33 @@ fn an_annotated_policy_never_raises_the_engines_user() {
     let o = n.run(&bundle(GATE_STEP), &id);
     assert_exit(&o, 0);
     assert_eq!(text(&o.stdout), "1000\n");
+}
+
+/// Under a node configuration, a container's own egress rules (a raw
+/// `dev.sandboy.egress`) reach no internal address: a red team's pod with
+/// `allow_cidr = ["127.0.0.0/8:8099"]` fetched a service on the host's
+/// loopback through the gateway from its own network namespace. Refused
+/// (exit 2, named); a public range in the same annotation is accepted.
+#[test]
+fn a_containers_own_egress_rules_reach_no_internal_address() {
+    let Some(n) = Node::new(
+        "node::a_containers_own_egress_rules_reach_no_internal_address",
+        "",
+    ) else {
+        return;
+    };
+    let egress = |cidr: &str| {
+        format!(r#"{{"allow":[],"deny":[],"allow_cidr":["{cidr}"],"proxy_port":3128}}"#)
+    };
+    for internal in ["127.0.0.0/8:8099", "169.254.169.254/32:80", "8.0.0.0/5:443"] {
+        let b = engine_bundle("true", &[("dev.sandboy.egress", &egress(internal))]);
+        n.refused(&b, "reaches this host or its networks");
+    }
+    let b = engine_bundle(
+        "true",
+        &[("dev.sandboy.egress", &egress("93.184.216.0/24:443"))],
+    );
+    let id = unique_id("node-egress-public");
+    let _g = n.rt.guard(&id);
+    assert_exit(&n.run(&b, &id), 0);
 }

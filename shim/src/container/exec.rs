@@ -118,8 +118,10 @@ impl Runtime {
         let egress_guard = super::egress::guard(&init_spec, logged)?;
         let bundle = bundle_of(&c);
         let before = tenant_sockets(&self.dir(id));
-        // As for the init (`host::nss`).
+        // As for the init (`host::nss`); the container's processes are
+        // there while the exec'd one is set up (`host::procfs`).
         crate::host::nss::files_only()?;
+        crate::host::procfs::uncached().map_err(procfs_failure)?;
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
@@ -251,4 +253,11 @@ fn refuse_plant(cap: &[String]) -> Result<()> {
         ))),
         None => Ok(()),
     }
+}
+
+/// The runtime failure of [`crate::host::procfs::uncached`] (fail closed).
+pub(super) fn procfs_failure(e: std::io::Error) -> Failure {
+    Failure::runtime(format!(
+        "cannot keep the host's procfs handle out of the container: {e}"
+    ))
 }

@@ -448,7 +448,10 @@ mod tests {
         // link is not pinned; the spec is left as it was.
         assert_eq!(
             hidden_ancestor_pins(&spec),
-            [PathBuf::from("/work/config"), PathBuf::from("/work/config/deep")]
+            [
+                PathBuf::from("/work/config"),
+                PathBuf::from("/work/config/deep")
+            ]
         );
         assert_eq!(spec.mounts().as_ref().map(Vec::len), Some(2));
     }

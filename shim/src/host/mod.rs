@@ -3,11 +3,13 @@
 //! (CVE-2019-5736), the files written for the caller after a container
 //! ran, which never follow a link it planted, and the opening of files a
 //! container (or its owner) controls, which never blocks; and the
-//! image's NSS modules, which never load into the runtime's clones.
+//! image's NSS modules, which never load into the runtime's clones; and
+//! no handle on the host's procfs inherited by a container's processes.
 
 /// The writer that never follows a planted link (spec-gen's, shared).
 pub use sandboy_spec_gen::output;
 pub mod nss;
+pub mod procfs;
 pub mod sealed_exe;
 
 use std::fs::File;

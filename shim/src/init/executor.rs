@@ -214,6 +214,13 @@ impl Executor for SandboyExecutor {
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        // The first of sandboy's code in this process: the runtime's procfs
+        // handle goes before create returns (`host::procfs`).
+        crate::host::procfs::forget_inherited().map_err(|e| {
+            ExecutorValidationError::ArgValidationError(format!(
+                "dropping the runtime's procfs handle: {e}"
+            ))
+        })?;
         if let Some(args0) = wasm_payload(spec) {
             let payload = self.wasm.as_ref().ok_or_else(|| {
                 ExecutorValidationError::ArgValidationError(

@@ -46,10 +46,8 @@ pub fn apply(
     seccomp_cache: &Path,
 ) -> Result<Option<Applied>> {
     let ann = spec.annotations().clone().unwrap_or_default();
-    if ann.get(CRI_CONTAINER_TYPE).is_some_and(|t| t == "sandbox") {
-        tracing::debug!(%id, "pod sandbox container: node policies do not apply");
-        return Ok(None);
-    }
+    // Checked before the sandbox exemption below: claiming to be a pod's
+    // sandbox never lets a container bring raw rules (a red team's did).
     if !config.allow_annotations {
         let mut raw: Vec<&str> = ann
             .keys()
@@ -67,6 +65,10 @@ pub fn apply(
             )));
         }
     }
+    if ann.get(CRI_CONTAINER_TYPE).is_some_and(|t| t == "sandbox") {
+        tracing::debug!(%id, "pod sandbox container: node policies do not apply");
+        return Ok(None);
+    }
     let name = match (ann.get(annotations::POLICY), &config.default_policy) {
         (Some(n), _) => n.clone(),
         (None, Some(d)) => d.clone(),
@@ -77,7 +79,11 @@ pub fn apply(
                 annotations::POLICY
             )))
         }
-        (None, None) => return annotated(&ann, spec, at, seccomp_cache),
+        (None, None) => {
+            let applied = annotated(&ann, spec, at, seccomp_cache)?;
+            pod_egress_stays_outside(spec, at, config)?;
+            return Ok(applied);
+        }
     };
     let loaded = policies::load(&config.policy_dir, &name)?;
     if !loaded.policy.mounts.is_empty() && !config.allow_mounts {
@@ -107,6 +113,41 @@ pub fn apply(
         .map_err(|e| Failure::config(format!("policy {name}: seccomp: {e}")))?;
     tracing::info!(%id, policy = %name, sha256 = %loaded.policy.sha256, file = %loaded.path.display(), "node policy applied");
     Ok(Some(Applied { profile, seccomp }))
+}
+
+/// Egress rules the container brings itself (a raw `dev.sandboy.egress`,
+/// or its `dev.sandboy.policy.text`) reach no internal address under a
+/// node configuration: the gateway connects from the host's network, and a
+/// red team's pod with `allow_cidr = ["127.0.0.0/8:8099"]` reached a
+/// service on the host's loopback from its own network namespace (the
+/// kubelet, etcd and the metadata address are as near). A node policy's
+/// rules are the operator's and may.
+fn pod_egress_stays_outside(spec: &Spec, at: &Path, config: &Config) -> Result<()> {
+    use sandboy_spec_gen::policy::{Egress, EgressWire};
+    let Some(value) = spec
+        .annotations()
+        .as_ref()
+        .and_then(|a| a.get(annotations::EGRESS))
+    else {
+        return Ok(());
+    };
+    // A malformed value is refused, located, when the bundle is loaded.
+    let Some(rules) = EgressWire::decode(value)
+        .ok()
+        .and_then(|w| Egress::from_wire(&w).ok())
+    else {
+        return Ok(());
+    };
+    match rules.allow_cidr.iter().find(|c| c.reaches_internal()) {
+        None => Ok(()),
+        Some(c) => Err(Failure::config(format!(
+            "{}: annotation {}: allow_cidr {c} reaches this host or its networks (loopback, private, link-local or metadata addresses), which a container's own rules may not under the node configuration {}; name a node policy that lists it ({}=<name>)",
+            at.display(),
+            annotations::EGRESS,
+            config.label(),
+            annotations::POLICY
+        ))),
+    }
 }
 
 /// A policy given by annotations (`annotate`'s

@@ -343,6 +343,40 @@ impl CidrRule {
         Ok(CidrRule { addr, prefix, port })
     }
 
+    /// Whether the rule covers any internal address ([`is_internal`]):
+    /// its range lies in one of theirs or holds one's first address (all
+    /// of them are aligned ranges, so that is every overlap). A rule for
+    /// the whole address space covers none (see [`Egress::permits_addr`]).
+    pub fn reaches_internal(&self) -> bool {
+        const NETWORKS: &[&str] = &[
+            "0.0.0.0",
+            "10.0.0.0",
+            "100.64.0.0",
+            "127.0.0.0",
+            "169.254.0.0",
+            "172.16.0.0",
+            "192.168.0.0",
+            "224.0.0.0",
+            "240.0.0.0",
+            "::",
+            "::1",
+            "::ffff:0.0.0.0",
+            "64:ff9b::",
+            "64:ff9b:1::",
+            "2002::",
+            "fc00::",
+            "fe80::",
+            "fec0::",
+            "ff00::",
+        ];
+        self.prefix > 0
+            && (is_internal(self.addr)
+                || NETWORKS.iter().any(|n| {
+                    let n: IpAddr = n.parse().expect("a literal address");
+                    n.is_ipv4() == self.addr.is_ipv4() && mask(n, self.prefix) == self.addr
+                }))
+    }
+
     /// Whether `ip:port` is covered (an IPv4-mapped address as IPv4).
     pub fn matches(&self, ip: IpAddr, port: u16) -> bool {
         let ip = ip.to_canonical();
@@ -420,6 +454,26 @@ fn mask(addr: IpAddr, prefix: u8) -> IpAddr {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn rules_that_reach_internal_addresses() {
+        for (rule, internal) in [
+            ("127.0.0.0/8:8099", true),
+            ("127.0.0.1/32:80", true),
+            ("10.1.2.0/24:443", true),
+            ("8.0.0.0/5:443", true), // holds 10.0.0.0/8
+            ("169.254.169.254/32:80", true),
+            ("[fe80::]/64:443", true),
+            ("[::]/1:443", true),     // holds ::1
+            ("0.0.0.0/0:443", false), // the public internet only
+            ("[::]/0:443", false),
+            ("93.184.216.0/24:443", false),
+            ("[2606:2800::]/32:443", false),
+        ] {
+            let r = CidrRule::parse(rule).unwrap();
+            assert_eq!(r.reaches_internal(), internal, "{rule}");
+        }
+    }
+
     use super::*;
 
     #[test]
