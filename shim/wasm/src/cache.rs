@@ -246,14 +246,18 @@ impl Cache {
             data.extend_from_slice(&tag);
         }
         // Write to a private temporary file, then rename over: readers never
-        // see a partial file.
+        // see a partial file. The name is new (O_EXCL, never through a
+        // link): a step that may write an ordinary user's cache directory
+        // could plant a link at a name it can guess, and the write would
+        // go where it points.
         let tmp = self
             .dir
             .join(format!(".tmp-{}-{}", std::process::id(), hex(&sha[..8])));
+        let _ = fs::remove_file(&tmp);
         let mut f = fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&tmp)
             .map_err(|e| e.to_string())?;

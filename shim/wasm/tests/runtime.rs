@@ -517,6 +517,30 @@ fn sealed_cache_loads_only_what_its_key_sealed() {
     assert!(prepare(&cache, &a));
 }
 
+/// The entry is written to a new temporary name, never through a link
+/// planted there: a step that may write the user's cache could guess the
+/// name (pid and digest) and point it at any file of the user's.
+#[test]
+fn cache_store_never_writes_through_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path().join("cache")).unwrap();
+    let wasm = write(dir.path(), "a.wasm", &adapter_component(SMALL_SARIF, false, ""));
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep\n").unwrap();
+    let sha = sandboy_wasm::cache::sha256(&std::fs::read(&wasm).unwrap());
+    let tmp = cache.dir().join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        sandboy_wasm::cache::hex(&sha[..8])
+    ));
+    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+    let p = Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
+    // The entry was still written, at its own name.
+    assert!(p.cache_file().is_some_and(|f| f.is_file()));
+    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap().from_cache());
+}
+
 #[test]
 fn cache_dir_writable_by_others_refused() {
     use std::os::unix::fs::PermissionsExt;
