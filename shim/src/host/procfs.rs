@@ -28,7 +28,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 /// stops caching (its documented answer to a cached fd that no longer
 /// validates) and makes a handle per use. An uncached handle returned
 /// here owns the number and closes the copy of `with` when it drops.
-fn replace_cached(with: BorrowedFd<'_>) -> std::io::Result<i32> {
+fn replace_cached(with: BorrowedFd<'_>) -> std::io::Result<()> {
     let cached = pathrs::procfs::ProcfsHandle::new().map_err(std::io::Error::other)?;
     // SAFETY: dup3 onto the handle's fd number replaces what it refers to
     // without freeing the number; pathrs only ever validates that fd again.
@@ -42,16 +42,20 @@ fn replace_cached(with: BorrowedFd<'_>) -> std::io::Result<i32> {
     if n < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(n)
+    Ok(())
 }
 
 /// In the runtime, before libcontainer: pathrs caches no procfs handle
 /// from here on (checked: the next handle is another fd).
 pub fn uncached() -> std::io::Result<()> {
     let null = std::fs::File::open("/dev/null")?;
-    let n = replace_cached(null.as_fd())?;
-    let fresh = pathrs::procfs::ProcfsHandle::new().map_err(std::io::Error::other)?;
-    if fresh.as_fd().as_raw_fd() == n {
+    replace_cached(null.as_fd())?;
+    // Two handles alive at once: one fd between them is a cache. (Where
+    // pathrs cannot make a detached procfs, as for an ordinary user, it
+    // never cached one: each handle is its own open of /proc.)
+    let new = || pathrs::procfs::ProcfsHandle::new().map_err(std::io::Error::other);
+    let (a, b) = (new()?, new()?);
+    if a.as_fd().as_raw_fd() == b.as_fd().as_raw_fd() {
         return Err(std::io::Error::other(
             "pathrs still hands out its cached procfs handle",
         ));
@@ -74,7 +78,7 @@ pub fn forget_inherited() -> std::io::Result<()> {
         rustix::fs::OFlags::PATH | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::empty(),
     )?;
-    replace_cached(root.as_fd()).map(drop)
+    replace_cached(root.as_fd())
 }
 
 /// Whether a container's processes share their pid namespace with

@@ -524,7 +524,11 @@ fn sealed_cache_loads_only_what_its_key_sealed() {
 fn cache_store_never_writes_through_a_planted_link() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::new(dir.path().join("cache")).unwrap();
-    let wasm = write(dir.path(), "a.wasm", &adapter_component(SMALL_SARIF, false, ""));
+    let wasm = write(
+        dir.path(),
+        "a.wasm",
+        &adapter_component(SMALL_SARIF, false, ""),
+    );
     let victim = dir.path().join("victim");
     std::fs::write(&victim, "keep\n").unwrap();
     let sha = sandboy_wasm::cache::sha256(&std::fs::read(&wasm).unwrap());
@@ -538,7 +542,9 @@ fn cache_store_never_writes_through_a_planted_link() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
     // The entry was still written, at its own name.
     assert!(p.cache_file().is_some_and(|f| f.is_file()));
-    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap().from_cache());
+    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
+        .unwrap()
+        .from_cache());
 }
 
 #[test]
