@@ -2496,6 +2496,34 @@ fn a_created_containers_init_holds_no_handle_on_the_hosts_procfs() {
     assert!(out.contains("fds="), "{out}");
 }
 
+/// A hidden path through a link in a writable bind is refused: the mask
+/// follows the link, the pins above it did not, and a red team renamed
+/// the directory the link pointed to (`mv /work/d /work/e`) and read the
+/// secret there from the next container. The real path runs.
+#[test]
+fn a_hidden_path_through_a_link_in_a_writable_bind_is_refused() {
+    let t = "a_hidden_path_through_a_link_in_a_writable_bind_is_refused";
+    if !ready(t) {
+        return;
+    }
+    let linked = hide_policy().replace("/work/config/.env", "/work/link/.env");
+    let s = Sandbox::generated(&linked);
+    fs::create_dir_all(s.work().join("config")).unwrap();
+    fs::write(s.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
+    std::os::unix::fs::symlink("config", s.work().join("link")).unwrap();
+    let o = s.sh("cat /work/config/.env; mv /work/config /work/c2");
+    assert_exit_stderr(&o, 2, "goes through a link (/work/link");
+    assert!(!text(&o.stdout).contains("hunter2"));
+    assert!(s.work().join("config/.env").exists());
+    // Allowed: the real path, hidden and pinned.
+    let s2 = Sandbox::generated(&hide_policy());
+    fs::create_dir_all(s2.work().join("config")).unwrap();
+    fs::write(s2.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
+    let o = s2.sh("wc -c < /work/config/.env");
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout).trim(), "0");
+}
+
 #[test]
 fn a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused() {
     let t = "a_rootfs_out_of_a_mapped_roots_reach_keeps_host_ids_or_is_refused";

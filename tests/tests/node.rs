@@ -723,6 +723,23 @@ fn a_containers_own_egress_rules_reach_no_internal_address() {
         let b = engine_bundle("true", &[("dev.sandboy.egress", &egress(internal))]);
         n.refused(&b, "reaches this host or its networks");
     }
+    // The host's own address (a service on 0.0.0.0 answers there), not
+    // only the private ranges: a red team's node had a public one.
+    let own = capture(
+        std::process::Command::new("ip").args(["-o", "-4", "addr", "show", "scope", "global"]),
+    );
+    if let Some(addr) = text(&own.stdout)
+        .split_whitespace()
+        .skip_while(|w| *w != "inet")
+        .nth(1)
+        .and_then(|a| a.split('/').next())
+    {
+        let b = engine_bundle(
+            "true",
+            &[("dev.sandboy.egress", &egress(&format!("{addr}/32:8099")))],
+        );
+        n.refused(&b, "reaches this host or its networks");
+    }
     let b = engine_bundle(
         "true",
         &[("dev.sandboy.egress", &egress("93.184.216.0/24:443"))],

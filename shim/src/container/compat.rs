@@ -69,7 +69,7 @@ use crate::error::{Failure, Result};
 /// Rewrites `spec` in place; true if anything changed.
 pub fn rewrite(id: &str, spec: &mut Spec, rootfs: &Path, at: &Path) -> Result<bool> {
     let mut changed = default_mount_sources(spec);
-    changed |= super::rootfs_hook::install(spec, rootfs);
+    changed |= super::rootfs_hook::install(spec, rootfs)?;
     changed |= realtime_without_budget(id, spec);
     changed |= hook_environment(spec);
     changed |= resolved_destinations(spec, rootfs);

@@ -256,21 +256,23 @@ fn no_propagation(spec: &mut oci_spec::runtime::Spec) -> bool {
 /// `rmdir(2)` refuse (EBUSY). A hidden file's mask is a mount at its path
 /// made at create; a red team's step renamed the masked file's parent
 /// directory in the shared checkout, and the next container, masking a
-/// path that no longer existed, read the secret at the new name. Only real
-/// directories are planned (a link there is left to the mask, which then
-/// covers nothing new). The pins are made by the rootfs hook, from one fd
+/// path that no longer existed, read the secret at the new name. A link
+/// among those directories is refused (the error names it): the mask
+/// follows it, the pins would not, and a red team renamed the directory
+/// it pointed to and read the secret there. Missing directories are not
+/// planned (the mask then covers nothing). The pins are made by the rootfs hook, from one fd
 /// each (`rootfs_hook`): handed to libcontainer as binds by path, a
 /// sibling container swapping a directory there with a link between this
 /// check and the mount got a host directory of its choice bound read-write
 /// (a red team).
-pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Vec<PathBuf> {
+pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Result<Vec<PathBuf>> {
     let masked = spec
         .linux()
         .as_ref()
         .and_then(|l| l.masked_paths().clone())
         .unwrap_or_default();
     let Some(mounts) = spec.mounts().clone() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut pins: Vec<(usize, PathBuf)> = Vec::new();
     for hidden in masked.iter().map(|h| normalize(Path::new(h))) {
@@ -299,6 +301,14 @@ pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Vec<PathBuf> {
                 fs::canonicalize(&src).is_ok_and(|s| r == s.join(&below)) && r.is_dir()
             });
             let at = dest.join(&below);
+            if fs::symlink_metadata(&host).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(Failure::config(format!(
+                    "hidden path {} goes through a link ({} in the bind of {}): the mask follows it, and the directory it points to could be renamed from under the mask; name the real path in [fs] hide (linux.maskedPaths)",
+                    hidden.display(),
+                    at.display(),
+                    host.display()
+                )));
+            }
             if !is_real_dir || pins.iter().any(|(_, p)| p == &at) {
                 continue;
             }
@@ -307,7 +317,7 @@ pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Vec<PathBuf> {
     }
     // By their bind's place in the mount order, outer before inner.
     pins.sort_by_key(|(i, p)| (*i, p.components().count()));
-    pins.into_iter().map(|(_, p)| p).collect()
+    Ok(pins.into_iter().map(|(_, p)| p).collect())
 }
 
 /// A container path without `.`/`..` (lexically; `..` at the root stays).
@@ -440,19 +450,29 @@ mod tests {
         let mut linux = spec.linux().clone().unwrap_or_default();
         linux.set_masked_paths(Some(vec![
             "/work/config/deep/.env".into(),
-            "/work/link/.env".into(),
+            "/work/missing/.env".into(),
             "/proc/kcore".into(),
         ]));
-        spec.set_linux(Some(linux));
-        // The real directories above each hidden path, outer first; the
-        // link is not pinned; the spec is left as it was.
+        spec.set_linux(Some(linux.clone()));
+        // The real directories above each hidden path, outer first; a
+        // missing one is not pinned; the spec is left as it was.
         assert_eq!(
-            hidden_ancestor_pins(&spec),
+            hidden_ancestor_pins(&spec).unwrap(),
             [
                 PathBuf::from("/work/config"),
                 PathBuf::from("/work/config/deep")
             ]
         );
         assert_eq!(spec.mounts().as_ref().map(Vec::len), Some(2));
+        // Through a link: refused, naming it (a red team renamed the
+        // directory it pointed to from under the mask).
+        linux.set_masked_paths(Some(vec!["/work/link/.env".into()]));
+        spec.set_linux(Some(linux));
+        let e = hidden_ancestor_pins(&spec).unwrap_err();
+        assert!(
+            e.message.contains("goes through a link (/work/link"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -68,11 +68,12 @@ impl Plan {
 /// Plans the hook for `spec` (rewritten in place: a bind at /dev becomes the
 /// decoy tmpfs, the mounts after it below /dev leave the spec) and installs
 /// it as the first `createContainer` hook; false if there is nothing to do.
-pub fn install(spec: &mut Spec, rootfs: &Path) -> bool {
+pub fn install(spec: &mut Spec, rootfs: &Path) -> crate::error::Result<bool> {
+    let pins = super::mounts::hidden_ancestor_pins(spec)?;
     let mut plan = Plan {
         rootfs: rootfs.to_path_buf(),
         mounts: take_bound_dev(spec, rootfs),
-        pins: super::mounts::hidden_ancestor_pins(spec),
+        pins,
         cwd: None,
         mount_label: spec.linux().as_ref().and_then(|l| l.mount_label().clone()),
     };
@@ -82,14 +83,14 @@ pub fn install(spec: &mut Spec, rootfs: &Path) -> bool {
         }
     }
     if plan.is_empty() {
-        return false;
+        return Ok(false);
     }
     let mut hooks = spec.hooks().clone().unwrap_or_default();
     let mut list = vec![plan.hook()];
     list.extend(hooks.create_container().clone().unwrap_or_default());
     hooks.set_create_container(Some(list));
     spec.set_hooks(Some(hooks));
-    true
+    Ok(true)
 }
 
 impl Plan {
@@ -370,7 +371,7 @@ mod tests {
             ],
             "/",
         );
-        assert!(install(&mut s, rootfs));
+        assert!(install(&mut s, rootfs).unwrap());
         let kept: Vec<_> = s
             .mounts()
             .iter()
@@ -406,14 +407,14 @@ mod tests {
         let rootfs = Path::new("/nonexistent-rootfs");
         let tmpfs = || mount("/tmp", "tmpfs", "tmpfs", &[]);
         let mut s = spec(vec![tmpfs()], "/tmp/work");
-        assert!(install(&mut s, rootfs));
+        assert!(install(&mut s, rootfs).unwrap());
         // Not below a mount: made before the build instead.
-        assert!(!install(&mut spec(vec![tmpfs()], "/work"), rootfs));
+        assert!(!install(&mut spec(vec![tmpfs()], "/work"), rootfs).unwrap());
         // The mount point itself.
-        assert!(!install(&mut spec(vec![tmpfs()], "/tmp"), rootfs));
+        assert!(!install(&mut spec(vec![tmpfs()], "/tmp"), rootfs).unwrap());
         // A bind whose source has it.
         let bind = mount("/src", "bind", "/", &["rbind"]);
-        assert!(!install(&mut spec(vec![bind.clone()], "/src/usr"), rootfs));
-        assert!(install(&mut spec(vec![bind], "/src/no/such/dir"), rootfs));
+        assert!(!install(&mut spec(vec![bind.clone()], "/src/usr"), rootfs).unwrap());
+        assert!(install(&mut spec(vec![bind], "/src/no/such/dir"), rootfs).unwrap());
     }
 }

@@ -143,7 +143,11 @@ fn pod_egress_stays_outside(spec: &Spec, at: &Path, config: &Config) -> Result<(
     else {
         return Ok(());
     };
-    match rules.allow_cidr.iter().find(|c| c.reaches_internal()) {
+    let own = crate::supervisor::egress::upstream::own_addresses();
+    let reaches = |c: &&sandboy_spec_gen::policy::CidrRule| {
+        c.reaches_internal() || (c.prefix > 0 && own.iter().any(|a| c.matches(*a, c.port)))
+    };
+    match rules.allow_cidr.iter().find(reaches) {
         None => Ok(()),
         Some(c) => Err(Failure::config(format!(
             "{}: annotation {}: allow_cidr {c} reaches this host or its networks (loopback, private, link-local or metadata addresses), which a container's own rules may not under the node configuration {}; name a node policy that lists it ({}=<name>)",

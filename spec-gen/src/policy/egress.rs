@@ -62,10 +62,21 @@ impl Egress {
     /// team's `::/0:PORT` reached the host's 127.0.0.1 as
     /// `[::ffff:127.0.0.1]`.
     pub fn permits_addr(&self, ip: IpAddr, port: u16) -> bool {
+        self.permits_addr_as(ip, port, is_internal)
+    }
+
+    /// [`permits_addr`](Self::permits_addr) with another notion of
+    /// internal (the gateway adds the host's own addresses).
+    pub fn permits_addr_as(
+        &self,
+        ip: IpAddr,
+        port: u16,
+        internal: impl Fn(IpAddr) -> bool,
+    ) -> bool {
         let ip = ip.to_canonical();
         self.allow_cidr
             .iter()
-            .any(|c| c.matches(ip, port) && (c.prefix > 0 || !is_internal(ip)))
+            .any(|c| c.matches(ip, port) && (c.prefix > 0 || !internal(ip)))
     }
 
     /// The annotation form (rules as written, canonical).
@@ -369,8 +380,22 @@ impl CidrRule {
             "fec0::",
             "ff00::",
         ];
+        // Ranges that carry IPv4 addresses: any part of one may carry an
+        // internal address (a red team's 2002:8000::/17 held 6to4 forms
+        // of 192.168.0.0/16 while its first address carried 128.0.0.0).
+        const CARRIERS: &[(&str, u8)] = &[
+            ("::", 96),
+            ("::ffff:0.0.0.0", 96),
+            ("64:ff9b::", 96),
+            ("2002::", 16),
+        ];
+        let within = |net: &str, len: u8| {
+            let net: IpAddr = net.parse().expect("a literal address");
+            self.addr.is_ipv6() && self.prefix >= len && mask(self.addr, len) == net
+        };
         self.prefix > 0
             && (is_internal(self.addr)
+                || CARRIERS.iter().any(|(n, l)| within(n, *l))
                 || NETWORKS.iter().any(|n| {
                     let n: IpAddr = n.parse().expect("a literal address");
                     n.is_ipv4() == self.addr.is_ipv4() && mask(n, self.prefix) == self.addr
@@ -463,8 +488,10 @@ mod tests {
             ("8.0.0.0/5:443", true), // holds 10.0.0.0/8
             ("169.254.169.254/32:80", true),
             ("[fe80::]/64:443", true),
-            ("[::]/1:443", true),     // holds ::1
-            ("0.0.0.0/0:443", false), // the public internet only
+            ("[::]/1:443", true),               // holds ::1
+            ("[2002:8000::]/17:443", true),     // 6to4 of 192.168.0.0/16
+            ("[64:ff9b::8000:0]/97:443", true), // NAT64 of 169.254.169.254
+            ("0.0.0.0/0:443", false),           // the public internet only
             ("[::]/0:443", false),
             ("93.184.216.0/24:443", false),
             ("[2606:2800::]/32:443", false),

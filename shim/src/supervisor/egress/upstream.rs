@@ -49,12 +49,36 @@ pub fn allow_line(host: &str, ports: &[u16]) -> Option<String> {
     Some(format!("[net] allow = [{}]", rules.join(", ")))
 }
 
+/// The addresses of this host's own interfaces (the gateway's network
+/// namespace): as internal as loopback, since a service listening on
+/// `0.0.0.0` answers on each (a red team's `0.0.0.0/0` rule reached one
+/// through the host's public address).
+pub fn own_addresses() -> Vec<IpAddr> {
+    nix::ifaddrs::getifaddrs()
+        .map(|all| {
+            all.filter_map(|i| {
+                let a = i.address?;
+                a.as_sockaddr_in()
+                    .map(|s| IpAddr::V4(s.ip()))
+                    .or_else(|| a.as_sockaddr_in6().map(|s| IpAddr::V6(s.ip())))
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Internal to the gateway: [`is_internal`] or one of [`own_addresses`].
+fn internal(own: &[IpAddr]) -> impl Fn(IpAddr) -> bool + '_ {
+    move |ip| is_internal(ip) || own.contains(&ip.to_canonical())
+}
+
 /// Check `host:port` against `rules` and connect to it.
 pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refusal> {
+    let own = own_addresses();
     if let Ok(ip) = host.parse::<IpAddr>() {
         // Dial what was checked: `::ffff:127.0.0.1` is 127.0.0.1.
         let ip = ip.to_canonical();
-        if !rules.permits_addr(ip, port) {
+        if !rules.permits_addr_as(ip, port, internal(&own)) {
             let len = if ip.is_ipv4() { 32 } else { 128 };
             return Err(Refusal {
                 reason: format!("IP address {ip} is not covered by [net] allow_cidr"),
@@ -90,9 +114,9 @@ pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refus
             allow: None,
         })?
         .collect();
-    let (ok, internal): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs
-        .into_iter()
-        .partition(|a| !is_internal(a.ip()) || rules.permits_addr(a.ip(), port));
+    let (ok, internal): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs.into_iter().partition(|a| {
+        !internal(&own)(a.ip()) || rules.permits_addr_as(a.ip(), port, internal(&own))
+    });
     if ok.is_empty() {
         let ip = internal.first().map(|a| a.ip());
         return Err(Refusal {
@@ -132,6 +156,7 @@ fn dial(addrs: &[SocketAddr], host: &str, port: u16) -> Result<TcpStream, Refusa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sandboy_spec_gen::policy::CidrRule;
 
     #[test]
     fn authorities() {
@@ -186,6 +211,39 @@ mod tests {
         let r = connect(&rules, "SECRET.example.test.", 8443).unwrap_err();
         assert_eq!(r.allow, None);
         assert!(r.reason.contains("deny"), "{r:?}");
+    }
+
+    /// The host's own addresses are internal to the gateway: a rule for
+    /// the whole address space does not cover them (a red team's
+    /// `0.0.0.0/0` reached a service on the host's public address); a
+    /// rule naming one does.
+    #[test]
+    fn the_hosts_own_addresses_are_internal() {
+        let own = own_addresses();
+        assert!(own.iter().any(|a| a.is_loopback()), "{own:?}");
+        let any = Egress {
+            allow_cidr: vec![
+                CidrRule::parse("0.0.0.0/0:8099").unwrap(),
+                CidrRule::parse("[::]/0:8099").unwrap(),
+            ],
+            ..Egress::default()
+        };
+        for a in &own {
+            assert!(!any.permits_addr_as(*a, 8099, internal(&own)), "{a}");
+            let len = if a.is_ipv4() { 32 } else { 128 };
+            let named = Egress {
+                allow_cidr: vec![CidrRule {
+                    addr: *a,
+                    prefix: len,
+                    port: 8099,
+                }],
+                ..Egress::default()
+            };
+            assert!(named.permits_addr_as(*a, 8099, internal(&own)), "{a}");
+        }
+        // A public address is still covered by the wide rule.
+        let public: IpAddr = "93.184.216.34".parse().unwrap();
+        assert!(own.contains(&public) || any.permits_addr_as(public, 8099, internal(&own)));
     }
 
     #[test]
