@@ -547,6 +547,28 @@ fn cache_store_never_writes_through_a_planted_link() {
         .from_cache());
 }
 
+/// An entry's name pointing at a device (a link to /dev/zero) is not
+/// read: the prepare compiles instead, and does not hang or eat memory.
+#[test]
+fn a_cache_entry_linked_to_a_device_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path().join("cache")).unwrap();
+    let wasm = write(
+        dir.path(),
+        "a.wasm",
+        &adapter_component(SMALL_SARIF, false, ""),
+    );
+    let engine = sandboy_wasm::engine::new_engine().unwrap();
+    let entry = cache.path_for(&engine, &std::fs::read(&wasm).unwrap());
+    std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
+    let p = Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap();
+    assert!(!p.from_cache());
+    // Rewritten at its name: the next prepare loads it.
+    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
+        .unwrap()
+        .from_cache());
+}
+
 #[test]
 fn cache_dir_writable_by_others_refused() {
     use std::os::unix::fs::PermissionsExt;
