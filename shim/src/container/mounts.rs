@@ -42,6 +42,20 @@ const PROC_ALLOWED: &[&str] = &[
 /// `dest` (absolute, inside the container) with every symlink in the
 /// rootfs resolved, as a container path.
 pub fn resolve(rootfs: &Path, dest: &Path) -> std::io::Result<PathBuf> {
+    resolve_through(rootfs, dest, &[])
+}
+
+/// [`resolve`] with the binds mounted before (container destination, host
+/// source): below a bind's destination the links are read in its source,
+/// as the container will see them. A volume holding `x ->
+/// /proc/sys/kernel`, bound at `/a`, took a tmpfs at `/a/x` onto the
+/// container's `/proc/sys/kernel` past a check of the bare rootfs (a red
+/// team).
+pub fn resolve_through(
+    rootfs: &Path,
+    dest: &Path,
+    binds: &[(PathBuf, PathBuf)],
+) -> std::io::Result<PathBuf> {
     let mut todo: Vec<OsString> = components(dest);
     todo.reverse(); // a stack: next component last
     let mut cur: Vec<OsString> = Vec::new();
@@ -52,7 +66,19 @@ pub fn resolve(rootfs: &Path, dest: &Path) -> std::io::Result<PathBuf> {
             continue;
         }
         cur.push(name);
-        let host = cur.iter().fold(rootfs.to_path_buf(), |p, c| p.join(c));
+        let path = cur.iter().fold(PathBuf::from("/"), |p, c| p.join(c));
+        // A bind's destination is its mount point, whatever is beneath.
+        if binds.iter().any(|(d, _)| *d == path) {
+            continue;
+        }
+        let host = match binds
+            .iter()
+            .filter(|(d, _)| path.starts_with(d))
+            .max_by_key(|(d, _)| d.components().count())
+        {
+            Some((d, src)) => src.join(path.strip_prefix(d).unwrap_or(&path)),
+            None => cur.iter().fold(rootfs.to_path_buf(), |p, c| p.join(c)),
+        };
         let meta = match fs::symlink_metadata(&host) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -127,7 +153,12 @@ pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
     for (i, m) in mounts.iter().enumerate() {
         let dest = m.destination();
         let literal = normalize(dest);
-        let resolved = resolve(rootfs, dest).map_err(|e| {
+        let binds: Vec<(PathBuf, PathBuf)> = mounts[..i]
+            .iter()
+            .filter(|b| is_bind(b))
+            .filter_map(|b| Some((normalize(b.destination()), b.source().clone()?)))
+            .collect();
+        let resolved = resolve_through(rootfs, dest, &binds).map_err(|e| {
             Failure::config(format!(
                 "{at}: mounts[{i}].destination {}: cannot resolve it inside the rootfs: {e}; fix the rootfs's symlinks",
                 dest.display()
@@ -138,12 +169,12 @@ pub fn check(mounts: &[Mount], rootfs: &Path, at: &str) -> Result<()> {
                 String::new()
             } else {
                 format!(
-                    " (through a symlink in the rootfs, to {})",
+                    " (through a symlink in the rootfs or an earlier bind's source, to {})",
                     resolved.display()
                 )
             };
             return Err(Failure::config(format!(
-                "{at}: mounts[{i}].destination {} resolves into {}{how}, where mounts are refused (they could cover procfs or sysfs files); mount it elsewhere or remove the symlink from the image",
+                "{at}: mounts[{i}].destination {} resolves into {}{how}, where mounts are refused (they could cover procfs or sysfs files); mount it elsewhere or remove the symlink from the image or volume",
                 dest.display(),
                 if resolved.starts_with("/proc") { "/proc" } else { "/sys" },
             )));
@@ -345,6 +376,56 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(d.join("data/sub")).unwrap();
         d
+    }
+
+    /// Below an earlier bind, the links are the source's: a volume's
+    /// `x -> /proc/sys/kernel` bound at `/a` sends `/a/x` into /proc, and
+    /// `check` refuses a tmpfs there; the same name as a directory is
+    /// allowed.
+    #[test]
+    fn links_below_an_earlier_bind_resolve_in_its_source() {
+        let r = tmp("through-binds");
+        let vol = r.join("vol");
+        fs::create_dir_all(vol.join("d")).unwrap();
+        symlink("/proc/sys/kernel", vol.join("x")).unwrap();
+        let binds = [(PathBuf::from("/a"), vol.clone())];
+        assert_eq!(
+            resolve_through(&r, Path::new("/a/x/y"), &binds).unwrap(),
+            Path::new("/proc/sys/kernel/y")
+        );
+        let mount = |dest: &str, typ: &str, src: &Path| {
+            let mut m = Mount::default();
+            m.set_destination(dest.into())
+                .set_typ(Some(typ.into()))
+                .set_source(Some(src.to_path_buf()));
+            if typ == "bind" {
+                m.set_options(Some(vec!["rbind".into()]));
+            }
+            m
+        };
+        let refused = check(
+            &[
+                mount("/a", "bind", &vol),
+                mount("/a/x", "tmpfs", Path::new("tmpfs")),
+            ],
+            &r,
+            "config.json",
+        )
+        .unwrap_err();
+        assert!(
+            refused.message.contains("resolves into /proc"),
+            "{}",
+            refused.message
+        );
+        check(
+            &[
+                mount("/a", "bind", &vol),
+                mount("/a/d", "tmpfs", Path::new("tmpfs")),
+            ],
+            &r,
+            "config.json",
+        )
+        .unwrap();
     }
 
     #[test]
