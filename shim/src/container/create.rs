@@ -144,7 +144,7 @@ impl Runtime {
             return Err(e);
         }
         // A pod's processes see the init while it is set up (`host::procfs`).
-        if crate::host::procfs::joins_a_pid_namespace(&bundle.spec) {
+        if super::joins_a_pid_namespace(&bundle.spec) {
             if let Err(e) = crate::host::procfs::uncached() {
                 self.remove_leftovers(id);
                 return Err(super::exec::procfs_failure(e));

@@ -408,3 +408,24 @@ pub fn rootfs_of(c: &Container) -> PathBuf {
         })
         .unwrap_or_else(|| Path::new("").to_path_buf())
 }
+
+/// The spec's entry for the pid namespace (none: the host's).
+pub(crate) fn pid_namespace(
+    spec: &oci_spec::runtime::Spec,
+) -> Option<oci_spec::runtime::LinuxNamespace> {
+    spec.linux()
+        .as_ref()
+        .and_then(|l| l.namespaces().as_ref())
+        .and_then(|ns| {
+            ns.iter()
+                .find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid)
+                .cloned()
+        })
+}
+
+/// Whether a container's processes share their pid namespace with
+/// processes that exist before create returns: a namespace joined by
+/// path, or none of their own (the host's). See `host::procfs`.
+pub(crate) fn joins_a_pid_namespace(spec: &oci_spec::runtime::Spec) -> bool {
+    pid_namespace(spec).is_none_or(|n| n.path().is_some())
+}

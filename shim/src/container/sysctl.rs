@@ -59,16 +59,7 @@ pub fn memfd_noexec(spec: &Spec) -> Result<Option<u8>> {
 /// or a path naming the runtime's own.
 fn in_host_pid_namespace(spec: &Spec) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let entry = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().as_ref())
-        .and_then(|ns| {
-            ns.iter()
-                .find(|n| n.typ() == oci_spec::runtime::LinuxNamespaceType::Pid)
-                .cloned()
-        });
-    match entry {
+    match super::pid_namespace(spec) {
         None => true,
         Some(n) => n.path().as_ref().is_some_and(|p| {
             let ino = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));

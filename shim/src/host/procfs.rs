@@ -81,23 +81,6 @@ pub fn forget_inherited() -> std::io::Result<()> {
     replace_cached(root.as_fd())
 }
 
-/// Whether a container's processes share their pid namespace with
-/// processes that exist before create returns: a namespace joined by
-/// path, or none of their own (the host's).
-pub fn joins_a_pid_namespace(spec: &oci_spec::runtime::Spec) -> bool {
-    use oci_spec::runtime::LinuxNamespaceType;
-    let pid = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.namespaces().as_ref())
-        .and_then(|ns| {
-            ns.iter()
-                .find(|n| n.typ() == LinuxNamespaceType::Pid)
-                .cloned()
-        });
-    pid.is_none_or(|n| n.path().is_some())
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::fd::{AsFd, AsRawFd};

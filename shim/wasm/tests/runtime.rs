@@ -441,18 +441,19 @@ fn cache_hit_and_corruption_recovery() {
 
     // Truncated file, and garbage: same.
     std::fs::write(&file, &data[..100]).unwrap();
-    assert!(!Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
-        .unwrap()
-        .from_cache());
+    assert!(!loads(&cache, &wasm));
     std::fs::write(&file, b"garbage").unwrap();
-    assert!(!Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
-        .unwrap()
-        .from_cache());
+    assert!(!loads(&cache, &wasm));
     assert_eq!(cache.rejected(), 3);
     // Rewritten each time: the next prepare hits.
-    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
+    assert!(loads(&cache, &wasm));
+}
+
+/// Whether a prepare of `wasm` through `cache` loads compiled code.
+fn loads(cache: &Cache, wasm: &std::path::Path) -> bool {
+    Prepared::prepare(wasm, &HashMap::new(), Some(cache))
         .unwrap()
-        .from_cache());
+        .from_cache()
 }
 
 /// An ordinary user's cache is sealed: only entries tagged with the
@@ -475,11 +476,7 @@ fn sealed_cache_loads_only_what_its_key_sealed() {
         "b.wasm",
         &adapter_component(SMALL_SARIF, false, "(nop)"),
     );
-    let prepare = |c: &Cache, w: &std::path::Path| {
-        Prepared::prepare(w, &HashMap::new(), Some(c))
-            .unwrap()
-            .from_cache()
-    };
+    let prepare = loads;
     let cache = sealed(1);
     assert!(!prepare(&cache, &a) && !prepare(&cache, &b));
     // Allowed: what this key sealed loads.
@@ -542,9 +539,7 @@ fn cache_store_never_writes_through_a_planted_link() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n");
     // The entry was still written, at its own name.
     assert!(p.cache_file().is_some_and(|f| f.is_file()));
-    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
-        .unwrap()
-        .from_cache());
+    assert!(loads(&cache, &wasm));
 }
 
 /// An entry's name pointing at a device (a link to /dev/zero) is not
@@ -564,9 +559,7 @@ fn a_cache_entry_linked_to_a_device_is_not_read() {
     let p = Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap();
     assert!(!p.from_cache());
     // Rewritten at its name: the next prepare loads it.
-    assert!(Prepared::prepare(&wasm, &HashMap::new(), Some(&cache))
-        .unwrap()
-        .from_cache());
+    assert!(loads(&cache, &wasm));
 }
 
 #[test]
