@@ -2512,7 +2512,7 @@ fn a_hidden_path_through_a_link_in_a_writable_bind_is_refused() {
     fs::write(s.work().join("config/.env"), "DB_PASSWORD=hunter2\n").unwrap();
     std::os::unix::fs::symlink("config", s.work().join("link")).unwrap();
     let o = s.sh("cat /work/config/.env; mv /work/config /work/c2");
-    assert_exit_stderr(&o, 2, "goes through a link (/work/link");
+    assert_exit_stderr(&o, 2, "goes through a link");
     assert!(!text(&o.stdout).contains("hunter2"));
     assert!(s.work().join("config/.env").exists());
     // Allowed: the real path, hidden and pinned.

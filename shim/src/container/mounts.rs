@@ -296,7 +296,7 @@ fn no_propagation(spec: &mut oci_spec::runtime::Spec) -> bool {
 /// sibling container swapping a directory there with a link between this
 /// check and the mount got a host directory of its choice bound read-write
 /// (a red team).
-pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Result<Vec<PathBuf>> {
+pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec, rootfs: &Path) -> Result<Vec<PathBuf>> {
     let masked = spec
         .linux()
         .as_ref()
@@ -306,7 +306,33 @@ pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec) -> Result<Vec<PathBu
         return Ok(Vec::new());
     };
     let mut pins: Vec<(usize, PathBuf)> = Vec::new();
+    let binds: Vec<(PathBuf, PathBuf)> = mounts
+        .iter()
+        .filter(|b| is_bind(b))
+        .filter_map(|b| Some((normalize(b.destination()), b.source().clone()?)))
+        .collect();
+    let writable = |p: &Path| {
+        mounts.iter().any(|m| {
+            let d = normalize(m.destination());
+            is_bind(m)
+                && !m.options().iter().flatten().any(|o| o == "ro")
+                && p.starts_with(&d)
+                && p != d
+        })
+    };
     for hidden in masked.iter().map(|h| normalize(Path::new(h))) {
+        // Where the mask will land, through the image's links and every
+        // bind's: a link in a read-only bind or in the image pointing into
+        // a writable bind left the real directory unpinned (a red team
+        // renamed it and read the secret).
+        let resolved = resolve_through(rootfs, &hidden, &binds).unwrap_or_default();
+        if resolved != hidden && (resolved.as_os_str().is_empty() || writable(&resolved)) {
+            return Err(Failure::config(format!(
+                "hidden path {} goes through a link (to {}), into a directory containers may write: the mask follows it, and that directory could be renamed from under the mask; name the real path in [fs] hide (linux.maskedPaths)",
+                hidden.display(),
+                resolved.display()
+            )));
+        }
         // The innermost writable bind holding the hidden path.
         let Some((i, bind)) = mounts.iter().enumerate().rev().find(|(_, m)| {
             let d = normalize(m.destination());
@@ -538,7 +564,7 @@ mod tests {
         // The real directories above each hidden path, outer first; a
         // missing one is not pinned; the spec is left as it was.
         assert_eq!(
-            hidden_ancestor_pins(&spec).unwrap(),
+            hidden_ancestor_pins(&spec, &host).unwrap(),
             [
                 PathBuf::from("/work/config"),
                 PathBuf::from("/work/config/deep")
@@ -549,11 +575,29 @@ mod tests {
         // directory it pointed to from under the mask).
         linux.set_masked_paths(Some(vec!["/work/link/.env".into()]));
         spec.set_linux(Some(linux));
-        let e = hidden_ancestor_pins(&spec).unwrap_err();
-        assert!(
-            e.message.contains("goes through a link (/work/link"),
-            "{}",
-            e.message
-        );
+        let e = hidden_ancestor_pins(&spec, &host).unwrap_err();
+        assert!(e.message.contains("goes through a link"), "{}", e.message);
+        // A link in a later read-only bind, and one in the image, each
+        // pointing into the writable bind: refused the same (a red team
+        // renamed the real directory and read the secret from the next
+        // container).
+        let ro = tmp("pin-ro");
+        symlink("/work/config", ro.join("lnk")).unwrap();
+        let rootfs = tmp("pin-rootfs");
+        symlink("/work/config", rootfs.join("hid")).unwrap();
+        let mut ro_bind = bind("/work/ro", &ro, &["rbind", "ro"]);
+        ro_bind.set_options(Some(vec!["rbind".into(), "ro".into()]));
+        spec.set_mounts(Some(vec![bind("/work", &host, &["rbind", "rw"]), ro_bind]));
+        for (hidden, root) in [("/work/ro/lnk/.env", &host), ("/hid/.env", &rootfs)] {
+            let mut linux = spec.linux().clone().unwrap_or_default();
+            linux.set_masked_paths(Some(vec![hidden.into()]));
+            spec.set_linux(Some(linux));
+            let e = hidden_ancestor_pins(&spec, root).unwrap_err();
+            assert!(
+                e.message.contains("goes through a link"),
+                "{hidden}: {}",
+                e.message
+            );
+        }
     }
 }

@@ -69,7 +69,7 @@ impl Plan {
 /// decoy tmpfs, the mounts after it below /dev leave the spec) and installs
 /// it as the first `createContainer` hook; false if there is nothing to do.
 pub fn install(spec: &mut Spec, rootfs: &Path) -> crate::error::Result<bool> {
-    let pins = super::mounts::hidden_ancestor_pins(spec)?;
+    let pins = super::mounts::hidden_ancestor_pins(spec, rootfs)?;
     let mut plan = Plan {
         rootfs: rootfs.to_path_buf(),
         mounts: take_bound_dev(spec, rootfs),

@@ -109,10 +109,29 @@ fn recall(cache: &Path, key: &str) -> Option<PrepareReport> {
     if !private(cache) || !private(&cache.join(DIR)) {
         return None;
     }
-    let line = std::fs::read_to_string(cache.join(DIR).join(key)).ok()?;
+    let line = read_memo(&cache.join(DIR).join(key))?;
     let report = PrepareReport::parse(&line).ok()?.ok()?;
     let file = report.cache_file.as_deref()?;
     (file.starts_with(cache) && file.is_file()).then_some(report)
+}
+
+/// A memo's line: a regular file at that very name (no link followed, the
+/// open never blocks), a few KiB at most. A step that may write an
+/// ordinary user's cache replaced one with a FIFO (the next `adapt` hung)
+/// and with a link to `/dev/zero` (2 GB in 4 s; a red team).
+fn read_memo(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut line = String::new();
+    f.take(16 << 10).read_to_string(&mut line).ok()?;
+    Some(line)
 }
 
 /// Remember `report` (only one that points at compiled code in `cache`);
@@ -177,6 +196,18 @@ mod tests {
         remember(&cache, "k2", &report(Some(dir.join("elsewhere"))));
         remember(&cache, "k3", &report(None));
         assert!(recall(&cache, "k2").is_none() && recall(&cache, "k3").is_none());
+        // A memo that is a FIFO or a link to a device is ignored, at once
+        // (a red team's made the next adapt hang, or read /dev/zero).
+        let memo = cache.join(DIR).join("k1");
+        std::fs::remove_file(&memo).unwrap();
+        nix::unistd::mkfifo(&memo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(recall(&cache, "k1").is_none());
+        std::fs::remove_file(&memo).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &memo).unwrap();
+        assert!(recall(&cache, "k1").is_none());
+        std::fs::remove_file(&memo).unwrap();
+        remember(&cache, "k1", &report(Some(code.clone())));
+        assert!(recall(&cache, "k1").is_some());
         // The code gone: forgotten.
         std::fs::remove_file(&code).unwrap();
         assert!(recall(&cache, "k1").is_none());
