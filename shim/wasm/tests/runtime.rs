@@ -405,13 +405,7 @@ fn adapter_spin_stopped_by_fuel() {
 
 #[test]
 fn cache_hit_and_corruption_recovery() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::new(dir.path().join("cache")).unwrap();
-    let wasm = write(
-        dir.path(),
-        "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
-    );
+    let (dir, cache, wasm) = cache_and_adapter();
 
     let t = Instant::now();
     let first = Prepared::prepare(&wasm, &HashMap::new(), Some(&cache)).unwrap();
@@ -447,6 +441,18 @@ fn cache_hit_and_corruption_recovery() {
     assert_eq!(cache.rejected(), 3);
     // Rewritten each time: the next prepare hits.
     assert!(loads(&cache, &wasm));
+}
+
+/// A scratch directory, an empty cache in it, and an adapter's wasm.
+fn cache_and_adapter() -> (tempfile::TempDir, Cache, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::new(dir.path().join("cache")).unwrap();
+    let wasm = write(
+        dir.path(),
+        "a.wasm",
+        &adapter_component(SMALL_SARIF, false, ""),
+    );
+    (dir, cache, wasm)
 }
 
 /// Whether a prepare of `wasm` through `cache` loads compiled code.
@@ -519,13 +525,7 @@ fn sealed_cache_loads_only_what_its_key_sealed() {
 /// name (pid and digest) and point it at any file of the user's.
 #[test]
 fn cache_store_never_writes_through_a_planted_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::new(dir.path().join("cache")).unwrap();
-    let wasm = write(
-        dir.path(),
-        "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
-    );
+    let (dir, cache, wasm) = cache_and_adapter();
     let victim = dir.path().join("victim");
     std::fs::write(&victim, "keep\n").unwrap();
     let sha = sandboy_wasm::cache::sha256(&std::fs::read(&wasm).unwrap());
@@ -546,13 +546,7 @@ fn cache_store_never_writes_through_a_planted_link() {
 /// read: the prepare compiles instead, and does not hang or eat memory.
 #[test]
 fn a_cache_entry_linked_to_a_device_is_not_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::new(dir.path().join("cache")).unwrap();
-    let wasm = write(
-        dir.path(),
-        "a.wasm",
-        &adapter_component(SMALL_SARIF, false, ""),
-    );
+    let (_dir, cache, wasm) = cache_and_adapter();
     let engine = sandboy_wasm::engine::new_engine().unwrap();
     let entry = cache.path_for(&engine, &std::fs::read(&wasm).unwrap());
     std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
