@@ -325,8 +325,13 @@ pub fn hidden_ancestor_pins(spec: &oci_spec::runtime::Spec, rootfs: &Path) -> Re
         // bind's: a link in a read-only bind or in the image pointing into
         // a writable bind left the real directory unpinned (a red team
         // renamed it and read the secret).
-        let resolved = resolve_through(rootfs, &hidden, &binds).unwrap_or_default();
-        if resolved != hidden && (resolved.as_os_str().is_empty() || writable(&resolved)) {
+        let resolved = resolve_through(rootfs, &hidden, &binds).map_err(|e| {
+            Failure::config(format!(
+                "hidden path {}: cannot resolve it through the rootfs and its binds: {e}; fix the links on the way",
+                hidden.display()
+            ))
+        })?;
+        if resolved != hidden && writable(&resolved) {
             return Err(Failure::config(format!(
                 "hidden path {} goes through a link (to {}), into a directory containers may write: the mask follows it, and that directory could be renamed from under the mask; name the real path in [fs] hide (linux.maskedPaths)",
                 hidden.display(),

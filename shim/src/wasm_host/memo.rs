@@ -109,29 +109,13 @@ fn recall(cache: &Path, key: &str) -> Option<PrepareReport> {
     if !private(cache) || !private(&cache.join(DIR)) {
         return None;
     }
-    let line = read_memo(&cache.join(DIR).join(key))?;
+    // At most a few KiB, as `remember` writes it (the cache's rule for
+    // what it reads: a red team's FIFO there hung the next `adapt`).
+    let line = sandboy_wasm_contract::read_cache_file(&cache.join(DIR).join(key), 16 << 10).ok()?;
+    let line = String::from_utf8(line).ok()?;
     let report = PrepareReport::parse(&line).ok()?.ok()?;
     let file = report.cache_file.as_deref()?;
     (file.starts_with(cache) && file.is_file()).then_some(report)
-}
-
-/// A memo's line: a regular file at that very name (no link followed, the
-/// open never blocks), a few KiB at most. A step that may write an
-/// ordinary user's cache replaced one with a FIFO (the next `adapt` hung)
-/// and with a link to `/dev/zero` (2 GB in 4 s; a red team).
-fn read_memo(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut line = String::new();
-    f.take(16 << 10).read_to_string(&mut line).ok()?;
-    Some(line)
 }
 
 /// Remember `report` (only one that points at compiled code in `cache`);

@@ -28,6 +28,30 @@ pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// Largest `.wasm` file accepted (read with a cap, never past it).
 pub const MAX_WASM_FILE: u64 = 256 << 20;
 
+/// The bytes of the regular file at exactly `path` (no link followed; the
+/// open never blocks), at most `limit` of them. The compile cache and its
+/// memos are read this way: in an ordinary user's cache, which the user's
+/// confined steps may write, a name pointed at `/dev/zero` or a FIFO made
+/// the next `adapt` read forever or hang (a red team).
+pub fn read_cache_file(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() || meta.len() > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {limit} bytes"),
+        ));
+    }
+    let mut data = Vec::with_capacity(meta.len() as usize);
+    f.take(limit).read_to_end(&mut data)?;
+    Ok(data)
+}
+
 /// The binary encoding, from the 8-byte header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {

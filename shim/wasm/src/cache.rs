@@ -164,7 +164,7 @@ impl Cache {
         let sha = sha256(wasm);
         let fp = fingerprint(engine);
         let file = self.entry_path(&sha, &fp);
-        match read_entry(&file) {
+        match sandboy_wasm_contract::read_cache_file(&file, MAX_ENTRY) {
             Ok(data) => match self.validate_and_load(engine, &data, &sha, enc) {
                 Ok(code) => {
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
@@ -274,28 +274,6 @@ impl Cache {
 
 /// The largest entry read: compiled code is a few times its wasm.
 const MAX_ENTRY: u64 = 4 * sandboy_wasm_contract::MAX_WASM_FILE;
-
-/// An entry's bytes: a regular file at that very name (no link followed,
-/// the open never blocks) of at most [`MAX_ENTRY`] bytes. A step that may
-/// write an ordinary user's cache could otherwise point an entry's name at
-/// `/dev/zero` or a FIFO, and the user's next `adapt` would read forever.
-fn read_entry(file: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(file)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() || meta.len() > MAX_ENTRY {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not a regular file of a cache entry's size",
-        ));
-    }
-    let mut data = Vec::with_capacity(meta.len() as usize);
-    f.take(MAX_ENTRY).read_to_end(&mut data)?;
-    Ok(data)
-}
 
 /// Whether `data` looks like a cache entry (rather than wasm bytes).
 pub fn is_entry(data: &[u8]) -> bool {

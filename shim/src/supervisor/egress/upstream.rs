@@ -75,10 +75,11 @@ fn internal(own: &[IpAddr]) -> impl Fn(IpAddr) -> bool + '_ {
 /// Check `host:port` against `rules` and connect to it.
 pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refusal> {
     let own = own_addresses();
+    let internal = internal(&own);
     if let Ok(ip) = host.parse::<IpAddr>() {
         // Dial what was checked: `::ffff:127.0.0.1` is 127.0.0.1.
         let ip = ip.to_canonical();
-        if !rules.permits_addr_as(ip, port, internal(&own)) {
+        if !rules.permits_addr_as(ip, port, &internal) {
             let len = if ip.is_ipv4() { 32 } else { 128 };
             return Err(Refusal {
                 reason: format!("IP address {ip} is not covered by [net] allow_cidr"),
@@ -114,11 +115,11 @@ pub fn connect(rules: &Egress, host: &str, port: u16) -> Result<TcpStream, Refus
             allow: None,
         })?
         .collect();
-    let (ok, internal): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs.into_iter().partition(|a| {
-        !internal(&own)(a.ip()) || rules.permits_addr_as(a.ip(), port, internal(&own))
-    });
+    let (ok, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = addrs
+        .into_iter()
+        .partition(|a| !internal(a.ip()) || rules.permits_addr_as(a.ip(), port, &internal));
     if ok.is_empty() {
-        let ip = internal.first().map(|a| a.ip());
+        let ip = refused.first().map(|a| a.ip());
         return Err(Refusal {
             reason: format!(
                 "{host} resolves to an internal address ({}) not covered by [net] allow_cidr",
