@@ -273,6 +273,7 @@ fn egress_renders_the_gateway() {
         deny: vec![],
         allow_cidr: vec![],
         proxy_port: 3128,
+        outside_only: false,
     };
     assert!(Egress::from_wire(&bad).is_err());
     let clash = EgressWire {
@@ -280,6 +281,7 @@ fn egress_renders_the_gateway() {
         deny: vec![],
         allow_cidr: vec![],
         proxy_port: 3128,
+        outside_only: false,
     };
     assert!(Egress::from_wire(&clash).is_err());
 }

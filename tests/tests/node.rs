@@ -747,4 +747,22 @@ fn a_containers_own_egress_rules_reach_no_internal_address() {
     let id = unique_id("node-egress-public");
     let _g = n.rt.guard(&id);
     assert_exit(&n.run(&b, &id), 0);
+    // What passed is marked as the pod's own, so the gateway checks the
+    // host's addresses again at each dial (one acquired after create is
+    // refused: unit test `the_hosts_own_addresses_are_internal`); a pod
+    // that writes the mark itself cannot clear it.
+    let cleared = egress("93.184.216.0/24:443").replace('}', r#","outside_only":false}"#);
+    let b = engine_bundle("true", &[("dev.sandboy.egress", &cleared)]);
+    let id = unique_id("node-egress-marked");
+    let _g = n.rt.guard(&id);
+    assert_exit(
+        &n.sandboy(&["create", "--bundle", b.path().to_str().unwrap(), &id]),
+        0,
+    );
+    let state = n.sandboy(&["state", &id]);
+    assert_exit(&state, 0);
+    let state: serde_json::Value = serde_json::from_slice(&state.stdout).unwrap();
+    let rules = state["annotations"]["dev.sandboy.egress"].as_str().unwrap();
+    assert!(rules.contains(r#""outside_only":true"#), "{rules}");
+    assert_exit(&n.sandboy(&["delete", "--force", &id]), 0);
 }

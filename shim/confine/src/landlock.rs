@@ -549,6 +549,17 @@ fn open_rule_path(path: &str, planted: &[&str]) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// Where the rule path `path` really is, opened as [`open_rule_path`]
+/// opens it (no link followed below a `planted` path): what a grant of it
+/// would cover. Callers that rewrite a policy before confinement (wrap's
+/// terminal carve-out, its metadata guard) resolve through this, not
+/// `canonicalize`: a step's `data -> /` below its write path once turned
+/// a grant of `~/w/data` into grants of every top-level directory.
+pub fn resolve_rule_path(path: &str, planted: &[&str]) -> io::Result<std::path::PathBuf> {
+    let fd = open_rule_path(path, planted)?;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 fn open_path(path: &str) -> io::Result<OwnedFd> {
     let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: c is a valid NUL-terminated string; O_PATH opens no file

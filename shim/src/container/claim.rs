@@ -63,6 +63,11 @@ impl IdLock {
     }
 }
 
+/// An `exec` in flight ([`Runtime::exec_in_flight`]). A plain file, not
+/// nix's `Flock`: that one unlocks on drop, for the clones too, while the
+/// runtime's copy is dropped as soon as the new process is built.
+pub struct ExecInFlight(#[allow(dead_code)] File);
+
 /// Whether `path` still names the open `file`.
 fn same_file(path: &Path, file: &File) -> bool {
     match (fs::metadata(path), file.metadata()) {
@@ -145,6 +150,66 @@ impl Runtime {
             // Unlinked while held: a command that opened the old file
             // notices the inode changed and retries (see `lock`).
             lock.remove();
+        }
+    }
+
+    fn exec_lock_path(&self, id: &str) -> PathBuf {
+        // An id never starts with '.', so this names no id's own lock.
+        self.root.join(LOCK_DIR).join(format!(".{id}.exec"))
+    }
+
+    /// Mark an `exec` of `id` in flight: a shared `flock` that, unlike the
+    /// id's record lock, libcontainer's intermediate and the new process
+    /// inherit through their clones, and keep until the new process's
+    /// `execve` (close-on-exec) or their death. A SIGKILLed `exec` leaves
+    /// its intermediate running on, which then *creates* the container's
+    /// v1 cgroup directories (libcgroups' `add_task`); a `delete` that
+    /// removed them first left eight behind (a reliability trial).
+    /// `delete` waits for these ([`Self::wait_execs`]). The fd is moved
+    /// above `keep` (the fds the new process is given) so it is never one
+    /// of them. `None` (best effort) when the file cannot be made.
+    pub(crate) fn exec_in_flight(&self, id: &str, keep: i32) -> Option<ExecInFlight> {
+        let path = self.exec_lock_path(id);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()?;
+        let high = fcntl(file.as_raw_fd(), FcntlArg::F_DUPFD_CLOEXEC(keep.max(2) + 1)).ok()?;
+        // SAFETY: F_DUPFD_CLOEXEC returned a new fd that nothing else owns.
+        let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(high) };
+        // SAFETY: flock on an fd we own; the lock belongs to the open file
+        // description, which the clones share.
+        (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH) } == 0).then_some(ExecInFlight(file))
+    }
+
+    /// Wait, at most `limit`, until no `exec` of `id` is in flight (see
+    /// [`Self::exec_in_flight`]); whether none is. Called once the
+    /// container's processes are killed: an orphaned intermediate then
+    /// fails on its next step and exits within milliseconds.
+    pub(crate) fn wait_execs(&self, id: &str, limit: std::time::Duration) -> bool {
+        let path = self.exec_lock_path(id);
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&path)
+        else {
+            return true;
+        };
+        let since = std::time::Instant::now();
+        loop {
+            // SAFETY: flock on an fd we own, released when it closes.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                let _ = fs::remove_file(&path);
+                return true;
+            }
+            if since.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 

@@ -84,6 +84,7 @@ impl Runtime {
         let config = YoukiConfig::load(&c.root).ok();
         // Read now: libcontainer's delete removes the state directory.
         let supervisor = supervisor_of(&c.root);
+        self.no_exec_in_flight(c.id());
         let hooks = match config {
             Some(cfg) if delete_stopped(c, &cfg) => super::poststop::of(&cfg),
             config => {
@@ -124,6 +125,7 @@ impl Runtime {
             .map(|c| c.cgroup_path)
             .or_else(|| self.shadow_cgroups_path(id))
             .unwrap_or_else(|| PathBuf::from(format!("/sandboy/{id}")));
+        self.no_exec_in_flight(id);
         let purged = crate::cgroups::remove::purge(&path);
         wait_supervisor(supervisor_of(&self.dir(id)), id);
         self.remove_leftovers(id);
@@ -138,6 +140,14 @@ impl Runtime {
                 "removing cgroup {} of {id}: {e}",
                 path.display()
             ))),
+        }
+    }
+
+    /// Before the cgroups go: an orphaned `exec` would make them again
+    /// (see `claim::Runtime::exec_in_flight`).
+    fn no_exec_in_flight(&self, id: &str) {
+        if !self.wait_execs(id, EXEC_WAIT) {
+            tracing::warn!(id, "an exec of the container is still being set up after {EXEC_WAIT:?}; its cgroups may be made again");
         }
     }
 
@@ -245,6 +255,10 @@ fn supervisor_of(state_dir: &std::path::Path) -> Option<Pidfd> {
     let recorded = fs::read_to_string(state_dir.join(crate::supervisor::PID_FILE)).ok()?;
     super::identity::handle(&recorded)
 }
+
+/// See [`Runtime::no_exec_in_flight`]: a killed container's orphaned exec
+/// intermediate exits within milliseconds.
+const EXEC_WAIT: Duration = Duration::from_secs(2);
 
 /// See [`wait_supervisor`].
 const SUPERVISOR_WAIT: Duration = Duration::from_secs(2);

@@ -122,6 +122,7 @@ impl Runtime {
         // there while the exec'd one is set up (`host::procfs`).
         crate::host::nss::files_only()?;
         crate::host::procfs::uncached().map_err(procfs_failure)?;
+        let in_flight = self.exec_in_flight(id, 2 + opts.preserve_fds);
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::for_tenant(id, opts.preserve_fds, &init_spec)
@@ -153,6 +154,7 @@ impl Runtime {
             .with_apparmor(opts.apparmor)
             .with_process_label(opts.process_label)
             .build();
+        drop(in_flight);
         remove_stale_sockets(&self.dir(id), &before);
         let pid = built?;
         super::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;

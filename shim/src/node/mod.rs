@@ -122,24 +122,21 @@ pub fn apply(
 /// service on the host's loopback from its own network namespace (the
 /// kubelet, etcd and the metadata address are as near). A node policy's
 /// rules are the operator's and may.
-fn pod_egress_stays_outside(spec: &Spec, at: &Path, config: &Config) -> Result<()> {
+fn pod_egress_stays_outside(spec: &mut Spec, at: &Path, config: &Config) -> Result<()> {
     use sandboy_spec_gen::policy::{Egress, EgressWire};
     // Without a node configuration file, the bundle's author is whoever
     // runs sandboy, whose own rules are trusted as before.
     if config.file.is_none() {
         return Ok(());
     }
-    let Some(value) = spec
-        .annotations()
-        .as_ref()
-        .and_then(|a| a.get(annotations::EGRESS))
-    else {
+    let mut ann = spec.annotations().clone().unwrap_or_default();
+    let Some(value) = ann.get(annotations::EGRESS) else {
         return Ok(());
     };
     // A malformed value is refused, located, when the bundle is loaded.
-    let Some(rules) = EgressWire::decode(value)
+    let Some((mut wire, rules)) = EgressWire::decode(value)
         .ok()
-        .and_then(|w| Egress::from_wire(&w).ok())
+        .and_then(|w| Egress::from_wire(&w).ok().map(|r| (w, r)))
     else {
         return Ok(());
     };
@@ -147,16 +144,22 @@ fn pod_egress_stays_outside(spec: &Spec, at: &Path, config: &Config) -> Result<(
     let reaches = |c: &&sandboy_spec_gen::policy::CidrRule| {
         c.reaches_internal() || (c.prefix > 0 && own.iter().any(|a| c.matches(*a, c.port)))
     };
-    match rules.allow_cidr.iter().find(reaches) {
-        None => Ok(()),
-        Some(c) => Err(Failure::config(format!(
+    if let Some(c) = rules.allow_cidr.iter().find(reaches) {
+        return Err(Failure::config(format!(
             "{}: annotation {}: allow_cidr {c} reaches this host or its networks (loopback, private, link-local or metadata addresses), which a container's own rules may not under the node configuration {}; name a node policy that lists it ({}=<name>)",
             at.display(),
             annotations::EGRESS,
             config.label(),
             annotations::POLICY
-        ))),
+        )));
     }
+    // What passed here is checked against the host's addresses as they
+    // are now; the gateway checks again at each dial (an address the host
+    // acquires later), for these rules only: a node policy's may name it.
+    wire.outside_only = true;
+    ann.insert(annotations::EGRESS.to_string(), wire.encode());
+    spec.set_annotations(Some(ann));
+    Ok(())
 }
 
 /// A policy given by annotations (`annotate`'s

@@ -303,6 +303,9 @@ fn repository_control(
         w => w,
     };
     let tree = matches!(within, Within::Tree | Within::Checkout);
+    if within == Within::Checkout && made_bare(dir, host) {
+        return Ok(Some(Planted::Repository(at.to_path_buf())));
+    }
     for entry in Dir::read_from(dir).map_err(err("reading", at))? {
         let entry = entry.map_err(err("reading", at))?;
         let name = entry.file_name();
@@ -385,6 +388,27 @@ fn descend(
         (Within::Modules, b"objects" | b"refs" | b"logs") => return Ok(None),
         (Within::Modules, _) => Within::Modules,
     }))
+}
+
+/// Whether the staged directory `dir` turns its host directory (`host`,
+/// where it exists) into a git directory: it writes `HEAD` or `objects`,
+/// and the two are both there once committed, where the host had no
+/// repository. git takes a directory of that shape for a (bare)
+/// repository on its walk up, with no `.git` anywhere: a red team's
+/// `src/{HEAD,objects,refs,config}` with `core.worktree = .` ran its
+/// `core.fsmonitor` at the user's next `git status` in `src`.
+fn made_bare(dir: BorrowedFd<'_>, host: Option<BorrowedFd<'_>>) -> bool {
+    let staged = |name: &CStr| lstat(dir, name).ok().flatten();
+    let hosted = |name: &CStr| host.is_some_and(|h| lstat(h, name).ok().flatten().is_some());
+    let writes = |name: &CStr| staged(name).is_some();
+    let has = |name: &CStr| match staged(name) {
+        Some(st) => !is_whiteout(&st),
+        None => hosted(name),
+    };
+    (writes(c"HEAD") || writes(c"objects"))
+        && has(c"HEAD")
+        && has(c"objects")
+        && !host.is_some_and(is_git_dir)
 }
 
 /// Whether `dir` is a git directory by git's own test (a `HEAD` file and

@@ -10,7 +10,8 @@
 //! Choice: resolve rather than add a blanket `[fs] system = true`. For the
 //! program being executed (following one `#!` line to its interpreter) the
 //! interpreter named in its `PT_INTERP` is granted read+exec (only that
-//! file). A script's `#!` interpreter itself is not granted: the line is
+//! file, and only a file in a standard library directory: the program may
+//! be a checkout's, and its header the attacker's). A script's `#!` interpreter itself is not granted: the line is
 //! the script's, so a checkout's `./ci.sh` starting `#!/usr/bin/perl` ran
 //! perl under `--exec .` (a red team); it must be in `[fs] exec`, or the
 //! exec is refused (126). When the program is dynamic, or when anything is in `[fs] exec` (its
@@ -60,12 +61,32 @@ pub fn grant(policy: &mut Policy, program: Option<&Path>) {
             list.push(s);
         }
     };
-    for i in &interps {
+    for i in interps.iter().filter(|i| a_loader(i)) {
         add(&mut policy.exec, i);
     }
     for d in LIB_DIRS.iter().chain(&[LD_CACHE]) {
         add(&mut policy.read, Path::new(d));
     }
+}
+
+/// Whether `interp`, a `PT_INTERP` the program's file names, may be
+/// granted: a regular file in a standard library directory. The program
+/// is the step's (a checkout's decoy can name any path there, `/` once,
+/// which granted the whole file system); a loader elsewhere is granted by
+/// naming it in `[fs] exec`.
+fn a_loader(interp: &Path) -> bool {
+    let Ok(real) = std::fs::canonicalize(interp) else {
+        return false;
+    };
+    let regular = std::fs::metadata(&real).is_ok_and(|m| m.is_file());
+    let in_lib = LIB_DIRS
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .any(|d| real.starts_with(d));
+    if !(regular && in_lib) {
+        tracing::warn!(interp = %interp.display(), "wrap: the program's ELF interpreter is not granted: it is not a file in a standard library directory (name it in [fs] exec to grant it)");
+    }
+    regular && in_lib
 }
 
 /// The `PT_INTERP` of `program`, or of its `#!` interpreter if it is a
@@ -79,14 +100,22 @@ fn interpreters(program: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The interpreter of a `#!` line, read byte for byte as the kernel's
+/// `binfmt_script` does: only space, tab and NUL separate, so a name
+/// holding a vertical tab is one name. Reading it as text (Unicode
+/// whitespace) once told sandboy `./p` while the kernel ran
+/// `./p\v/../../usr/bin/sh` (a red team's decoy whose `PT_INTERP` was `/`).
 fn shebang(path: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let mut head = [0u8; 256];
     let n = File::open(path).ok()?.read(&mut head).ok()?;
     let line = head[..n].strip_prefix(b"#!")?;
     let line = line.split(|&b| b == b'\n').next()?;
-    let text = std::str::from_utf8(line).ok()?.trim();
-    let interp = text.split_whitespace().next()?;
-    Some(PathBuf::from(interp))
+    let sep = |b: &u8| matches!(b, b' ' | b'\t' | 0);
+    let start = line.iter().position(|b| !sep(b))?;
+    let rest = &line[start..];
+    let name = &rest[..rest.iter().position(sep).unwrap_or(rest.len())];
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(name)))
 }
 
 /// The interpreter path in an ELF file's `PT_INTERP` program header
@@ -143,6 +172,38 @@ mod tests {
         let sh = std::fs::canonicalize("/bin/sh").unwrap();
         let interp = elf_interp(&sh).expect("/bin/sh is dynamic on Debian");
         assert!(interp.to_str().unwrap().contains("ld-linux"), "{interp:?}");
+    }
+
+    #[test]
+    fn a_shebang_is_split_where_the_kernel_splits_it() {
+        let dir = std::env::temp_dir().join(format!("sandboy-shebang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("s");
+        for (line, want) in [
+            (
+                &b"#!./p\x0b/../usr/bin/sh\n"[..],
+                &b"./p\x0b/../usr/bin/sh"[..],
+            ),
+            (b"#! \t/usr/bin/env  python3\n", b"/usr/bin/env"),
+            (b"#!/bin/sh\xc2\xa0-x\n", b"/bin/sh\xc2\xa0-x"),
+        ] {
+            std::fs::write(&f, line).unwrap();
+            use std::os::unix::ffi::OsStrExt;
+            assert_eq!(shebang(&f).unwrap().as_os_str().as_bytes(), want);
+        }
+        std::fs::write(&f, b"#! \n").unwrap();
+        assert_eq!(shebang(&f), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_a_file_in_a_library_directory_is_a_loader() {
+        let real = std::fs::canonicalize(ARCH_LOADER).unwrap();
+        assert!(a_loader(&real));
+        assert!(!a_loader(Path::new("/")));
+        assert!(!a_loader(Path::new("/usr/lib")));
+        assert!(!a_loader(Path::new("/etc/passwd")));
+        assert!(!a_loader(Path::new("/usr/bin/sh")));
     }
 
     #[test]

@@ -101,10 +101,19 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// A write path reached through a link below another write path (one
+    /// the step may have planted) is no root: its rule is refused too.
     pub fn new(write: &[String], id: &str) -> Guard {
+        let planted: Vec<&str> = write.iter().map(String::as_str).collect();
         let roots = write
             .iter()
-            .map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| PathBuf::from(w)))
+            .filter_map(
+                |w| match sandboy_confine::landlock::resolve_rule_path(w, &planted) {
+                    Ok(real) => Some(real),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(PathBuf::from(w)),
+                    Err(_) => None,
+                },
+            )
             .collect();
         Guard {
             roots,

@@ -86,6 +86,8 @@ fn roots(write: &[String]) -> Vec<PathBuf> {
 struct Tree {
     root: PathBuf,
     read: HashSet<PathBuf>,
+    /// Directories read that had git's shape before the step.
+    shaped: HashSet<PathBuf>,
     seen: HashSet<PathBuf>,
     links: HashMap<PathBuf, PathBuf>,
 }
@@ -95,7 +97,21 @@ struct Tree {
 #[derive(Default)]
 struct Made {
     gits: Vec<PathBuf>,
+    /// Directories the step gave git's shape ([`git_shaped`]).
+    bare: Vec<PathBuf>,
     links: Vec<PathBuf>,
+}
+
+/// Whether git takes `dir` itself for a repository on its walk up (a
+/// bare one: `HEAD` and `objects`, no `.git` needed). A red team's step
+/// wrote `src/{HEAD,objects,refs,config}` with `core.worktree = .`, and
+/// the user's next `git status` in `src` ran its `core.fsmonitor`.
+fn git_shaped(view: impl Fn(&Path) -> bool, dir: &Path) -> bool {
+    view(&dir.join("HEAD")) && view(&dir.join("objects"))
+}
+
+fn exists(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok()
 }
 
 /// The working trees of a run's write paths, held against new
@@ -118,6 +134,13 @@ impl Trees {
             for planted in made.gits {
                 let removed = remove(&planted);
                 first.get_or_insert(refusal("a repository", &planted, &t.root, removed));
+            }
+            // Its HEAD goes: without one it is no repository to git, and
+            // the rest of the directory may be the step's work.
+            for dir in made.bare {
+                let removed = fs::remove_file(dir.join("HEAD"));
+                let what = "a bare repository (HEAD and objects)";
+                first.get_or_insert(refusal(what, &dir, &t.root, removed));
             }
             for (link, repo) in t.foreign_links(&made.links, id) {
                 let what = format!("a link into the repository {}", repo.display());
@@ -173,6 +196,7 @@ impl Tree {
         let mut t = Tree {
             root,
             read: HashSet::new(),
+            shaped: HashSet::new(),
             seen: HashSet::new(),
             links: HashMap::new(),
         };
@@ -193,6 +217,9 @@ impl Tree {
                 if e.is_dir || e.is_git {
                     t.seen.insert(e.path);
                 }
+            }
+            if git_shaped(exists, &dir) {
+                t.shaped.insert(dir.clone());
             }
             t.read.insert(dir);
         }
@@ -219,6 +246,10 @@ impl Tree {
                 break;
             }
             let known = self.read.contains(&dir);
+            if !self.shaped.contains(&dir) && git_shaped(exists, &dir) {
+                made.bare.push(dir);
+                continue;
+            }
             for e in entries(&dir) {
                 let is_new = fresh || (known && !self.seen.contains(&e.path));
                 let link = e.is_link && !e.is_git;
@@ -347,10 +378,12 @@ impl<'v> Links<'v> {
     }
 
     /// The nearest directory at or above the physical path `p` that has a
-    /// `.git` (directory, `gitdir:` file or link): git's own walk up.
+    /// `.git` (directory, `gitdir:` file or link) or is one by its shape
+    /// (a bare repository): git's own walk up.
     fn repository(&self, p: &Path) -> Option<PathBuf> {
+        let exists = |p: &Path| self.view.exists(p);
         p.ancestors()
-            .find(|a| self.view.exists(&a.join(".git")))
+            .find(|a| exists(&a.join(".git")) || git_shaped(exists, a))
             .map(Path::to_path_buf)
     }
 
@@ -435,6 +468,40 @@ mod tests {
         // The checkout's own, one it had below, and a clone outside it stay.
         for kept in ["proj/.git", "proj/vendor/lib/.git", "out/clone/.git"] {
             assert!(root.join(kept).is_dir(), "{kept}");
+        }
+        assert!(held.check("t").is_ok());
+    }
+
+    #[test]
+    fn a_directory_the_step_gave_git_s_shape_loses_its_head() {
+        use std::os::unix::fs::symlink;
+        let tmp = crate::test_support::TempDir::new("nested-bare");
+        let root = tmp.path();
+        mkdirs(
+            root,
+            &["proj/.git", "proj/src", "proj/fixture/objects", "out"],
+        );
+        fs::write(root.join("proj/fixture/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let write = [root.join("proj"), root.join("out")].map(|p| p.display().to_string());
+        let held = Trees::take(&write);
+        // Made by the step: an old directory given the shape, a new one,
+        // a bare clone outside the checkout, a link from the checkout to it.
+        for d in ["proj/src", "proj/new/r", "out/bare"] {
+            mkdirs(root, &[&format!("{d}/objects"), &format!("{d}/refs")]);
+            fs::write(root.join(d).join("HEAD"), "ref: refs/heads/main\n").unwrap();
+            fs::write(root.join(d).join("config"), "[core]\n\tworktree = .\n").unwrap();
+        }
+        fs::write(root.join("proj/src/main.c"), "int main;\n").unwrap();
+        symlink("../out/bare", root.join("proj/lib")).unwrap();
+        let e = held.check("t").unwrap_err();
+        assert!(e.contains("bare repository"), "{e}");
+        for gone in ["proj/src/HEAD", "proj/new/r/HEAD", "proj/lib"] {
+            assert!(fs::symlink_metadata(root.join(gone)).is_err(), "{gone}");
+        }
+        // The step's other files, the fixture the checkout had, the clone
+        // outside it stay.
+        for kept in ["proj/src/main.c", "proj/fixture/HEAD", "out/bare/HEAD"] {
+            assert!(root.join(kept).is_file(), "{kept}");
         }
         assert!(held.check("t").is_ok());
     }

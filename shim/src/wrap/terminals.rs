@@ -63,12 +63,20 @@ fn terminal(dir_entry: &std::fs::DirEntry) -> bool {
 
 /// Rewrite the policy's read, exec and write lists so that no grant
 /// covers a terminal of `/dev` the policy does not name itself.
+/// An entry is resolved as Landlock's rule will be (no link followed below
+/// a write path, where the step may have planted one); one that cannot be
+/// is kept as written, for the confinement to refuse.
 pub fn withhold(policy: &mut Policy) {
     let own = own_terminals();
+    let write = policy.write.clone();
+    let planted: Vec<&str> = write.iter().map(String::as_str).collect();
     for list in [&mut policy.read, &mut policy.exec, &mut policy.write] {
         let mut out = Vec::with_capacity(list.len());
         for entry in list.drain(..) {
-            let real = std::fs::canonicalize(&entry).unwrap_or_else(|_| PathBuf::from(&entry));
+            let Ok(real) = sandboy_confine::landlock::resolve_rule_path(&entry, &planted) else {
+                out.push(entry);
+                continue;
+            };
             if Path::new(DEV).starts_with(&real) {
                 out.extend(carve(&real, &own).into_iter().map(path_string));
             } else if leads_to_a_terminal(&entry, &real) && !own.contains(&real) {

@@ -10,6 +10,11 @@ pub struct Egress {
     /// Checked before `allow`.
     pub deny: Vec<HostRule>,
     pub allow_cidr: Vec<CidrRule>,
+    /// The rules are a container's own under a node configuration: no
+    /// internal address is ever permitted, whatever a rule names, and the
+    /// gateway counts the host's addresses *at each dial* as internal (a
+    /// rule naming an address the host acquired after create reached it).
+    pub outside_only: bool,
 }
 
 impl Egress {
@@ -76,7 +81,7 @@ impl Egress {
         let ip = ip.to_canonical();
         self.allow_cidr
             .iter()
-            .any(|c| c.matches(ip, port) && (c.prefix > 0 || !internal(ip)))
+            .any(|c| c.matches(ip, port) && ((c.prefix > 0 && !self.outside_only) || !internal(ip)))
     }
 
     /// The annotation form (rules as written, canonical).
@@ -86,6 +91,7 @@ impl Egress {
             deny: self.deny.iter().map(HostRule::to_string).collect(),
             allow_cidr: self.allow_cidr.iter().map(CidrRule::to_string).collect(),
             proxy_port: self.proxy_port(),
+            outside_only: self.outside_only,
         }
     }
 
@@ -108,6 +114,7 @@ impl Egress {
                 .iter()
                 .map(|r| CidrRule::parse(r))
                 .collect::<Result<_, _>>()?,
+            outside_only: w.outside_only,
         };
         if w.proxy_port == 0 || w.proxy_port == 53 || e.ports().contains(&w.proxy_port) {
             return fail(
@@ -134,6 +141,10 @@ pub struct EgressWire {
     #[serde(default)]
     pub allow_cidr: Vec<String>,
     pub proxy_port: u16,
+    /// [`Egress::outside_only`]: set by the runtime on a container's own
+    /// rules under a node configuration, never cleared (absent: false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_only: bool,
 }
 
 impl std::fmt::Display for HostRule {

@@ -450,6 +450,7 @@ mod tests {
             ],
             deny: vec![],
             allow_cidr: vec![sandboy_spec_gen::policy::CidrRule::parse("10.0.0.0/8:5432").unwrap()],
+            outside_only: false,
         };
         assert_eq!(upstream_ports(&rules), [53, 443, 5432, 8080]);
     }

@@ -241,10 +241,25 @@ mod tests {
                 ..Egress::default()
             };
             assert!(named.permits_addr_as(*a, 8099, internal(&own)), "{a}");
+            // A pod's own rule (marked under a node configuration) never
+            // reaches it, though it names it: the host may have acquired
+            // the address after the create-time check.
+            let pods = Egress {
+                outside_only: true,
+                ..named
+            };
+            assert!(!pods.permits_addr_as(*a, 8099, internal(&own)), "{a}");
+            let refused = connect(&pods, &a.to_string(), 8099).unwrap_err();
+            assert!(refused.reason.contains("not covered"), "{refused:?}");
         }
         // A public address is still covered by the wide rule.
         let public: IpAddr = "93.184.216.34".parse().unwrap();
         assert!(own.contains(&public) || any.permits_addr_as(public, 8099, internal(&own)));
+        let pods = Egress {
+            outside_only: true,
+            ..any
+        };
+        assert!(own.contains(&public) || pods.permits_addr_as(public, 8099, internal(&own)));
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub(super) fn check(mut t: Table, d: &mut Diags) -> Net {
         allow: rules(&mut t, d, "allow", HostRule::parse),
         deny: rules(&mut t, d, "deny", HostRule::parse),
         allow_cidr: rules(&mut t, d, "allow_cidr", CidrRule::parse),
+        outside_only: false,
     };
     t.finish(d);
     // The gateway's sockets live in the step's own network namespace; on
