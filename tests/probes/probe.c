@@ -81,6 +81,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <time.h>
 #include <netinet/tcp.h>
 #include <linux/sched.h>
 #include <linux/openat2.h>
@@ -429,6 +430,44 @@ static int orphan_chmod(const char *path, const char *out)
 	return 0;
 }
 
+/* For SECONDS, open HOST below /proc/<pid>/root of every other process in
+ * /proc, as a container process with CAP_SYS_PTRACE can: a runtime process
+ * in the container's pid namespace that still has the host's `/` shows the
+ * host's file there. Prints "hits=N" (opens of HOST that succeeded) and
+ * "peers=N" (opens of OWN, a file of the container, through another
+ * process's root: the walk itself works, the allowed counterpart). */
+static int root_scan(int seconds, const char *host, const char *own)
+{
+	char p[600];
+	long hits = 0, peers = 0;
+	int me = getpid();
+	time_t end = time(NULL) + seconds;
+	printf("scanning\n");
+	while (time(NULL) < end) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		if (!d)
+			return 1;
+		while ((e = readdir(d))) {
+			int pid = atoi(e->d_name);
+			if (pid <= 1 || pid == me)
+				continue;
+			const char *paths[2] = { host, own };
+			for (int i = 0; i < 2; i++) {
+				snprintf(p, sizeof p, "/proc/%d/root%s", pid, paths[i]);
+				int fd = open(p, O_RDONLY | O_NONBLOCK);
+				if (fd >= 0) {
+					*(i ? &peers : &hits) += 1;
+					close(fd);
+				}
+			}
+		}
+		closedir(d);
+	}
+	printf("hits=%ld peers=%s\n", hits, peers ? "some" : "none");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -635,6 +674,8 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "euid")) {
 		printf("euid=%d\n", (int)geteuid());
 		return 0;
+	} else if (!strcmp(cmd, "root-scan") && a && b && argc > 4) {
+		return root_scan(atoi(a), b, argv[4]);
 	} else if (!strcmp(cmd, "hello")) {
 		printf("hello\n");
 		return 0;

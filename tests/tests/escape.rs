@@ -2700,3 +2700,125 @@ fn start_container_hooks_run_confined_like_the_payload() {
         text(&o.stderr)
     );
 }
+
+/// A red team's other user planted `sb.log -> /etc/nologin` in a shared
+/// directory: root's `sandboy --log sb.log list` created the file the link
+/// named and appended to it, and a FIFO there hung it. The log opens no
+/// link, no FIFO or device, and no file with other names (a hard link);
+/// each is one line, exit 1, the target untouched. A regular file (new or
+/// the engine's existing one) is appended to.
+#[test]
+fn the_log_file_is_never_a_planted_link_fifo_or_hard_link() {
+    let t = "the_log_file_is_never_a_planted_link_fifo_or_hard_link";
+    if !need_root(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let dir = TempDir::new("logplant");
+    let victim = dir.path().join("victim");
+    let log = dir.path().join("sb.log");
+    let run = || {
+        let mut c = rt.cmd();
+        c.args(["--log", log.to_str().unwrap(), "state", "missing"]);
+        output_timeout(&mut c, std::time::Duration::from_secs(10))
+    };
+    let plants: [(&str, &dyn Fn()); 3] = [
+        ("symbolic link", &|| {
+            std::os::unix::fs::symlink(&victim, &log).unwrap()
+        }),
+        ("hard link", &|| {
+            fs::write(&victim, "kept\n").unwrap();
+            fs::hard_link(&victim, &log).unwrap()
+        }),
+        ("not a regular file", &|| {
+            let c = std::ffi::CString::new(log.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }),
+    ];
+    for (why, plant) in plants {
+        let _ = fs::remove_file(&victim);
+        plant();
+        let o = run();
+        assert_exit(&o, 1);
+        let e = text(&o.stderr);
+        assert_eq!(e.lines().count(), 1, "{why}: {e}");
+        assert!(
+            e.contains("cannot open log file") && e.contains(why),
+            "{why}: {e}"
+        );
+        let left = fs::read_to_string(&victim).unwrap_or_default();
+        assert!(left.is_empty() || left == "kept\n", "{why}: {left}");
+        fs::remove_file(&log).unwrap();
+    }
+    // Allowed: a new file, then the same file again.
+    for n in 1..=2 {
+        assert_exit(&run(), 1);
+        let lines = fs::read_to_string(&log).unwrap();
+        assert_eq!(lines.lines().count(), n, "{lines}");
+        assert!(lines.contains("container does not exist"), "{lines}");
+    }
+}
+
+/// A red team's engine container with `CAP_SYS_PTRACE` (a common
+/// `--cap-add`) polled `/proc/*/root/<host path>` while root ran `exec`
+/// into it (a health check): libcontainer's exec init is in the
+/// container's pid namespace from its clone on and joined the mount
+/// namespace only later, so for a moment its `root` was the host's `/`;
+/// 2,700 reads and a written host file over 20 execs (runc: none). The
+/// exec now joins the mount namespace before the pid namespace
+/// (vendor/libcontainer/SANDBOY.md). The scan still reaches the
+/// container's own files through its own root (the allowed case), and
+/// every exec runs.
+#[test]
+fn an_exec_never_shows_the_host_root_to_the_container() {
+    let t = "an_exec_never_shows_the_host_root_to_the_container";
+    if !ready(t) {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let marker = TempDir::new("exec-root-marker");
+    fs::write(marker.path().join("HOSTMARK"), "host-only\n").unwrap();
+    let host_path = format!("{}/HOSTMARK", marker.path().display());
+    // Allowed: the exec'd processes' own files through their roots.
+    let b = Bundle::busybox(&["/bin/probe", "root-scan", "6", &host_path, "/bin/probe"]);
+    fs::copy(probe_bin().unwrap(), b.path().join("rootfs/bin/probe")).unwrap();
+    b.edit(|c| {
+        for set in ["bounding", "effective", "permitted"] {
+            c["process"]["capabilities"][set]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!("CAP_SYS_PTRACE"));
+        }
+    });
+    let id = unique_id("exec-root");
+    let _g = rt.guard(&id);
+    let log = b.path().join("scan.out");
+    let mut scan = rt.cmd();
+    scan.args(["run", "--bundle", b.path().to_str().unwrap(), &id])
+        .stdout(fs::File::create(&log).unwrap());
+    let mut scan = scan.spawn().unwrap();
+    let started = Instant::now();
+    while !fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("scanning")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the scan did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..20 {
+        let o = rt.run(&["exec", &id, "/bin/probe", "hello"]);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "hello\n");
+    }
+    assert!(scan.wait().unwrap().success());
+    let out = fs::read_to_string(&log).unwrap();
+    assert!(out.contains("hits=0 peers=some"), "{out}");
+    assert_eq!(
+        fs::read_to_string(marker.path().join("HOSTMARK")).unwrap(),
+        "host-only\n"
+    );
+}

@@ -1496,6 +1496,194 @@ fn a_scripts_interpreter_is_not_granted_by_its_own_line() {
     }
 }
 
+/// `--report` in an unprivileged tier: no audit records can be read, so
+/// the warning says so once and the report (written, as root's always is)
+/// holds only what the tier collects; an unwritable report path fails the
+/// run (exit 1). A red team took the missing file for "nothing refused".
+#[test]
+fn an_unprivileged_report_says_what_it_cannot_hold() {
+    let Some(env) = Env::new("an_unprivileged_report_says_what_it_cannot_hold") else {
+        return;
+    };
+    let policy = env.policy("report", "host", "");
+    let report = env.dir.path().join("out/r.jsonl");
+    let secret = env.p("secret");
+    for tier in TIERS {
+        let _ = fs::remove_file(&report);
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args(["wrap", "--isolation", tier, "--policy"])
+            .arg(&policy)
+            .arg("--report")
+            .arg(&report)
+            .args(["--", "cat", &secret])
+            .current_dir(env.dir.path().join("cwd"));
+        let o = capture(&mut c);
+        assert_exit(&o, 1);
+        let e = text(&o.stderr);
+        assert_eq!(
+            e.matches("denial reports are unavailable").count(),
+            1,
+            "{tier}: {e}"
+        );
+        // Refused (landlock) or never mounted (namespaces).
+        assert!(
+            e.contains("Permission denied") || e.contains("No such file"),
+            "{tier}: {e}"
+        );
+        assert_eq!(fs::read_to_string(&report).unwrap(), "", "{tier}");
+    }
+    // Refused: a report path that cannot be written fails the run.
+    let mut c = env.user.cmd(&env.sandboy);
+    c.args(["wrap", "--isolation", "landlock", "--policy"])
+        .arg(&policy)
+        .args(["--report", "/nonexistent/r.jsonl", "--", "true"])
+        .current_dir(env.dir.path().join("cwd"));
+    let o = capture(&mut c);
+    assert_exit(&o, 1);
+    assert!(
+        text(&o.stderr).contains("--report /nonexistent/r.jsonl"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// `--id` is checked for every caller (root refused `../x` and `a/b`, an
+/// ordinary user's wrap took them): exit 2, one line; a plain id runs.
+#[test]
+fn an_unprivileged_wrap_checks_its_id() {
+    let Some(env) = Env::new("an_unprivileged_wrap_checks_its_id") else {
+        return;
+    };
+    let run = |id: &str| {
+        let mut c = env.user.cmd(&env.sandboy);
+        c.args(["wrap", "--isolation", "landlock", "--id", id])
+            .args(["--ro", "/etc", "--exec", "/usr/bin", "--", "true"])
+            .current_dir(env.dir.path().join("cwd"));
+        capture(&mut c)
+    };
+    for bad in ["../x", "a/b", ".hidden"] {
+        let o = run(bad);
+        assert_exit(&o, 2);
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("invalid container id") && e.lines().count() == 1,
+            "{bad}: {e}"
+        );
+    }
+    assert_exit(&run("step-1"), 0);
+}
+
+/// A red team's checkout: `ci.sh` starting `#!./p\v/../…/usr/bin/sh`
+/// (the kernel splits a `#!` line at spaces and tabs only, so it runs
+/// `sh`) beside a decoy ELF `p` whose `PT_INTERP` is `/`. Reading the line
+/// as text, wrap granted the decoy's "loader", `/`, and the script read
+/// everything. Now the line is read as the kernel reads it and only a file
+/// in a library directory is granted as a loader: the script runs, and a
+/// file outside the policy stays refused.
+#[test]
+fn a_decoy_loader_grants_nothing() {
+    let Some(env) = Env::new("a_decoy_loader_grants_nothing") else {
+        return;
+    };
+    let cwd = env.dir.path().join("cwd");
+    let mut elf = fs::read("/usr/bin/true").unwrap();
+    let at = elf
+        .windows(5)
+        .position(|w| w == b"/lib6")
+        .expect("/usr/bin/true names its loader");
+    elf[at + 1] = 0; // PT_INTERP is now "/"
+    fs::write(cwd.join("p"), &elf).unwrap();
+    fs::create_dir_all(cwd.join("p\x0b")).unwrap();
+    let secret = env.p("secret");
+    fs::write(
+        cwd.join("ci.sh"),
+        format!("#!./p\x0b/../../../../../../../../usr/bin/sh\necho ran; cat {secret}\n"),
+    )
+    .unwrap();
+    for f in ["p", "ci.sh"] {
+        fs::set_permissions(cwd.join(f), fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for tier in TIERS {
+        let run = |extra: &[&str]| {
+            let mut c = env.user.cmd(&env.sandboy);
+            c.args(["wrap", "--isolation", tier, "--ro", ".", "--exec", "."])
+                .args(["--exec", "/usr/bin"])
+                .args(extra)
+                .args(["--", "./ci.sh"])
+                .current_dir(&cwd);
+            output_timeout(&mut c, std::time::Duration::from_secs(60))
+        };
+        // Refused: the script runs, the file outside the policy is not read.
+        let o = run(&[]);
+        assert_eq!(text(&o.stdout), "ran\n", "{tier}: {}", text(&o.stderr));
+        // The landlock tier refuses it; the namespaces tier never mounts it.
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("Permission denied") || e.contains("No such file"),
+            "{tier}: {e}"
+        );
+        // Allowed: listed, the same script reads it.
+        let o = run(&["--ro", &secret]);
+        assert_exit(&o, 0);
+        assert_eq!(text(&o.stdout), "ran\ns", "{tier}");
+    }
+}
+
+/// A red team's two runs of one policy in the landlock tier: the first
+/// step replaced `~/w/data` (a read rule below the write path `~/w`) by a
+/// link to `/`; wrap resolved its rules with `canonicalize` before the
+/// terminal carve-out and granted the second step every top-level
+/// directory. A rule path is resolved as Landlock opens it: no link below
+/// a write path is followed, so the second run is refused, located. (The
+/// namespaces tier binds the rule read-only over the write path: the step
+/// cannot plant there.)
+#[test]
+fn a_link_planted_below_a_write_path_grants_nothing_next_time() {
+    let Some(env) = Env::new("a_link_planted_below_a_write_path_grants_nothing_next_time") else {
+        return;
+    };
+    let data = env.dir.path().join("out/data");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("x"), "x").unwrap();
+    env.user.chown(&data);
+    let policy = env.dir.path().join("planted.toml");
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/etc\", \"{d}\"]\nexec = [\"/usr/bin\"]\nwrite = [\"{o}\"]\n[net]\nnamespace = \"host\"\n",
+            d = data.display(),
+            o = env.p("out")
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&policy, fs::Permissions::from_mode(0o644)).unwrap();
+    let secret = env.p("secret");
+    let tier = "landlock";
+    // Allowed: the rule's own directory, before the plant.
+    let o = capture(&mut env.wrap(tier, &policy, &["cat", &format!("{}/x", data.display())]));
+    assert_exit(&o, 0);
+    assert_eq!(text(&o.stdout), "x", "{tier}");
+    // The step plants the link (its write path allows it).
+    let plant = format!("rm -r {d} && ln -s / {d}", d = data.display());
+    assert_exit(
+        &capture(&mut env.wrap(tier, &policy, &["sh", "-c", &plant])),
+        0,
+    );
+    // Refused: the next run does not start, nothing is read.
+    let o = capture(&mut env.wrap(tier, &policy, &["cat", &secret]));
+    assert_exit(&o, 1);
+    assert!(text(&o.stdout).is_empty(), "{tier}: {}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("is a symlink below"),
+        "{tier}: {}",
+        text(&o.stderr)
+    );
+    fs::remove_file(&data).unwrap();
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("x"), "x").unwrap();
+    env.user.chown(&data);
+}
+
 #[test]
 fn a_relative_path_never_leaves_the_checkout_through_its_symlinks() {
     let Some(env) = Env::new("a_relative_path_never_leaves_the_checkout_through_its_symlinks")
@@ -1582,6 +1770,12 @@ fn a_repository_made_inside_a_checkout_is_refused() {
             "proj/src/.git",
             format!("echo 'gitdir: {at}/plain' > {at}/proj/src/.git"),
         ),
+        // No `.git` at all: git takes a directory with a HEAD and objects
+        // for a (bare) repository, and `core.worktree` gives it one.
+        (
+            "proj/src/HEAD",
+            format!("set -- {at}/proj/src; {repo}; printf '\\tworktree = .\\n' >> $1/config"),
+        ),
     ];
     let mut tiers = vec![("landlock", "host", "it was removed")];
     if namespaces_work(&env) {
@@ -1604,7 +1798,7 @@ fn a_repository_made_inside_a_checkout_is_refused() {
             assert_exit(&o, 1);
             let e = text(&o.stderr);
             assert!(
-                e.contains(refusal) && e.contains(what),
+                e.contains(refusal) && e.contains(what.trim_end_matches("/HEAD")),
                 "{tier}: {what}: {e}"
             );
             assert!(!out.join(what).exists(), "{tier}: {what} stayed");
@@ -1614,8 +1808,20 @@ fn a_repository_made_inside_a_checkout_is_refused() {
                     "{tier}: {what}: committed"
                 );
             }
+            // The user's own git sees the checkout's repository there.
+            let git = format!("cd {at}/proj/src && git rev-parse --absolute-git-dir");
+            let o = capture(env.user.cmd("sh").args(["-c", &git]));
+            assert_eq!(
+                text(&o.stdout).trim(),
+                format!("{at}/proj/.git"),
+                "{tier}: {what}"
+            );
             let _ = fs::remove_dir_all(out.join("proj/src/a"));
-            let _ = fs::remove_file(out.join("proj/src/new.c"));
+            let _ = fs::remove_dir_all(out.join("proj/src/objects"));
+            let _ = fs::remove_dir_all(out.join("proj/src/refs"));
+            for f in ["new.c", "config", "HEAD"] {
+                let _ = fs::remove_file(out.join("proj/src").join(f));
+            }
         }
         // A write path inside the checkout is held whole (`--rw ./src`).
         let inline = |script: &str| {

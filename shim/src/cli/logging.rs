@@ -62,6 +62,8 @@ fn open_log(path: &Path) -> std::io::Result<File> {
         .open(path)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP) => refused("it is a symbolic link"),
+            // A FIFO no one reads (or a socket) refuses a non-blocking open.
+            Some(libc::ENXIO) => refused("it is not a regular file"),
             _ => e,
         })?;
     let meta = file.metadata()?;

@@ -424,7 +424,15 @@ pub fn run(mut policy: Policy, req: Request<'_>) -> Result<Ran> {
     };
     match gateway {
         Some(g) => g.finish(status, req.report),
-        None => Ok(Ran::status(status)),
+        None => {
+            // Written even when empty, as root's is: a script can rely on
+            // the file (`super::unreported` said why it holds nothing).
+            if let Some(to) = req.report {
+                crate::host::output::replace(to, b"", 0o600)
+                    .map_err(|e| Failure::runtime(format!("--report {}: {e}", to.display())))?;
+            }
+            Ok(Ran::status(status))
+        }
     }
 }
 

@@ -79,6 +79,11 @@ pub fn needs_runtime() -> bool {
 /// root (the
 /// unprivileged tiers keep no state).
 pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ran> {
+    // The same ids for every caller: an unprivileged step's id names its
+    // log lines, reports and staging as a container's does.
+    if let Some(id) = &opts.id {
+        crate::container::validate_id(id)?;
+    }
     let id = opts
         .id
         .clone()
@@ -123,6 +128,9 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
     // Unprivileged tiers read no audit records: refusals show as the
     // command's own errors and wrap's 126/127; the egress gateway's (the
     // namespaces tier's) are reported.
+    if opts.report.is_some() {
+        unreported(&id, tier);
+    }
     direct::run(
         policy,
         direct::Request {
@@ -135,6 +143,19 @@ pub fn run(rt: impl FnOnce() -> Result<Runtime>, opts: WrapOptions) -> Result<Ra
             threads_only: false,
         },
     )
+}
+
+/// Said once, when `--report` asks for what an unprivileged tier cannot
+/// collect (a red team took the empty report for "nothing refused").
+fn unreported(id: &str, tier: direct::Tier) {
+    let held = match tier {
+        direct::Tier::Namespaces => "the egress gateway's refusals only",
+        direct::Tier::Landlock => "nothing",
+    };
+    tracing::warn!(
+        id,
+        "denial reports are unavailable for this step: reading kernel audit records needs CAP_AUDIT_READ (run as root); --report holds {held}, and refusals show as the command's own errors"
+    );
 }
 
 /// The landlock tier has no egress gateway (it needs a network namespace
