@@ -43,6 +43,38 @@ pub const ALL: &[&str] = &[
     WASM_VARIANT,
 ];
 
+/// The prefix of sandboy's own keys; a key under it that is not one of
+/// [`ALL`] is refused ([`check_key`]).
+pub const PREFIX: &str = "dev.sandboy.";
+
+/// A key that claims sandboy's prefix but is none of its keys.
+#[derive(Debug, thiserror::Error)]
+#[error("annotation {key:?} is not one of sandboy's keys ({hint}); a misspelled key would leave the container without the confinement it names")]
+pub struct UnknownKey {
+    pub key: String,
+    hint: String,
+}
+
+/// Refuse a key under [`PREFIX`] (compared trimmed and in any case, as a
+/// person would read it) that is not exactly one of sandboy's keys: it
+/// would be ignored, and a `dev.sandboy.landlok` ran its container with
+/// no Landlock and no seccomp. Keys of other prefixes are the engine's.
+pub fn check_key(key: &str) -> Result<(), UnknownKey> {
+    let read = key.trim().to_ascii_lowercase();
+    if !read.starts_with(PREFIX) || ALL.contains(&key) {
+        return Ok(());
+    }
+    let ours = ALL.iter().copied().filter(|k| k.starts_with(PREFIX));
+    let hint = match crate::error::closest(&read, ours.clone()) {
+        Some(k) => format!("did you mean \"{k}\"?"),
+        None => format!("known: {}", ours.collect::<Vec<_>>().join(", ")),
+    };
+    Err(UnknownKey {
+        key: key.to_owned(),
+        hint,
+    })
+}
+
 /// How strictly Landlock must be applied.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
@@ -149,7 +181,7 @@ fn decode<T: serde::de::DeserializeOwned>(
 ) -> Result<T, DecodeError> {
     serde_json::from_str(value).map_err(|e| DecodeError {
         key,
-        message: e.to_string(),
+        message: crate::error::json_message(&e),
         line: e.line(),
         column: e.column(),
     })

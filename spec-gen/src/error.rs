@@ -202,10 +202,21 @@ fn render_all(diags: &[Diagnostic]) -> String {
 
 impl Error {
     /// The error of reading input `path` for `action`: an I/O failure
-    /// (exit 1), or an input that is no regular file or too large (exit 2).
+    /// (exit 1), or an input that is missing, no regular file or too large
+    /// (exit 2).
     pub fn read(action: &'static str, path: &std::path::Path, e: crate::input::ReadError) -> Self {
         use crate::input::ReadError;
         match e {
+            // A file named on the command line that is not there is the
+            // caller's mistake (exit 2), as `sandboy wrap --policy` says it.
+            ReadError::Io(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::Input {
+                    action,
+                    path: path.to_path_buf(),
+                    what: "no such file".into(),
+                    hint: "check the path",
+                }
+            }
             ReadError::Io(source) => Error::Io {
                 action,
                 path: path.to_path_buf(),
@@ -241,6 +252,18 @@ impl Error {
             _ => &[],
         }
     }
+}
+
+/// serde_json's message without the " at line L column C" it appends,
+/// for messages that give the location themselves (file:line:column, or
+/// an annotation's "at line L column C" once).
+pub fn json_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    if err.line() == 0 {
+        return text;
+    }
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    text.strip_suffix(&suffix).unwrap_or(&text).to_owned()
 }
 
 /// Edit distance, for "did you mean" suggestions.

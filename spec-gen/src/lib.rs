@@ -24,7 +24,7 @@ pub mod syscalls;
 pub mod units;
 pub mod userns;
 
-pub use error::{closest, Diagnostic, Error, Location};
+pub use error::{closest, json_message, Diagnostic, Error, Location};
 pub use policy::Policy;
 pub use render::{generate, render, RenderOptions};
 

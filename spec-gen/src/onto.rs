@@ -144,14 +144,20 @@ fn own_network_or_refuse(policy: &Policy, spec: &Spec) -> Result<(), Error> {
     if policy.net_namespace != NetNamespace::None && !egress {
         return Ok(());
     }
-    let own = spec
+    // The one network entry decides (the runtime refuses a spec with two,
+    // as runc; with `any`, a new one listed before a joined one passed
+    // while the last, the joined one, won). A joined namespace is taken as
+    // a pod's, except for the egress gateway, which needs its own.
+    let entry = spec
         .linux()
         .as_ref()
         .and_then(|l| l.namespaces().as_ref())
-        .is_some_and(|ns| {
-            ns.iter()
-                .any(|n| n.typ() == LinuxNamespaceType::Network && (n.path().is_none() || !egress))
-        });
+        .and_then(|ns| ns.iter().find(|n| n.typ() == LinuxNamespaceType::Network));
+    let own = match entry.map(|n| n.path().as_ref()) {
+        None => false,
+        Some(None) => true,
+        Some(Some(_)) => !egress,
+    };
     if own {
         return Ok(());
     }
@@ -292,6 +298,41 @@ mod tests {
                 let e = got.unwrap_err().to_string();
                 assert!(e.contains("may only narrow"), "{e}");
             }
+        }
+    }
+
+    /// `[net] namespace = "none"` is met by the network entry: a new
+    /// namespace, or one joined by path (a pod's); never by no entry.
+    #[test]
+    fn no_network_is_decided_by_the_network_entry() {
+        use oci_spec::runtime::{LinuxNamespace, LinuxNamespaceType};
+        let with = |entries: Vec<Option<&str>>| {
+            let mut spec = engine();
+            let ns = entries
+                .into_iter()
+                .map(|path| {
+                    let mut ns = LinuxNamespace::default();
+                    ns.set_typ(LinuxNamespaceType::Network)
+                        .set_path(path.map(Into::into));
+                    ns
+                })
+                .collect();
+            let mut linux = oci_spec::runtime::Linux::default();
+            linux.set_namespaces(Some(ns));
+            spec.set_linux(Some(linux));
+            spec
+        };
+        let none = policy("[net]\nnamespace = \"none\"\n");
+        let egress = policy("[net]\nallow = [\"example.com:443\"]\n");
+        for (p, entries, allowed) in [
+            (&none, vec![None], true),
+            (&none, vec![Some("/proc/1/ns/net")], true),
+            (&none, vec![], false),
+            (&egress, vec![None], true),
+            (&egress, vec![Some("/proc/1/ns/net")], false),
+        ] {
+            let got = apply(p, &mut with(entries.clone()), Allow::default());
+            assert_eq!(got.is_ok(), allowed, "{entries:?}: {got:?}");
         }
     }
 

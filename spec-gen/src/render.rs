@@ -79,7 +79,7 @@ pub fn load_base(path: &Path) -> Result<Spec, Error> {
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string(),
+        message: crate::error::json_message(&e),
     })
 }
 

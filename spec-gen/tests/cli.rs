@@ -62,7 +62,7 @@ fn exit_codes() {
     );
     assert_eq!(
         run(&["check", "/nonexistent/policy.toml"]).status.code(),
-        Some(1)
+        Some(2)
     );
     assert_eq!(run(&["--frobnicate"]).status.code(), Some(2));
     assert_eq!(run(&["generate", "--policy"]).status.code(), Some(2));
@@ -73,7 +73,7 @@ fn exit_codes() {
         "-",
         &["--base", "/nonexistent.json"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]

@@ -15,6 +15,8 @@ fn assert_nothing_left(rt: &Runtime, id: &str) {
         .filter(|n| n == id)
         .collect();
     assert!(left.is_empty(), "state dir left for {id}");
+    let lock = rt.root.path().join(".locks").join(id);
+    assert!(!lock.exists(), "lock file left for {id}");
     let shadow = rt.root.path().join(".bundles").join(id);
     assert!(!shadow.exists(), "rewritten bundle left for {id}");
     assert!(
@@ -147,6 +149,9 @@ fn bad_annotations_are_config_errors() {
         let id = unique_id("badann");
         let o = rt.create(&b, &id);
         expect(&o, 2, &[needle]);
+        // The JSON location is said once.
+        let err = text(&o.stderr);
+        assert!(err.matches(" at line ").count() <= 1, "{err}");
         assert_nothing_left(&rt, &id);
     }
 }
@@ -512,4 +517,460 @@ fn the_state_root_is_the_callers_own() {
         !dir.path().join("missing").exists(),
         "a read-only command made the root"
     );
+}
+
+/// Run `bad` (a config.json edit) and expect exit 2 naming `said`, nothing
+/// left; then `good`, its allowed counterpart, and expect `run` to exit 0.
+#[track_caller]
+fn refused_then_allowed(
+    rt: &Runtime,
+    args: &[&str],
+    bad: impl FnOnce(&mut serde_json::Value),
+    said: &[&str],
+    good: impl FnOnce(&mut serde_json::Value),
+) {
+    let id = unique_id("load");
+    let b = Bundle::busybox(args);
+    b.edit(bad);
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    expect(&o, 2, said);
+    assert_eq!(
+        text(&o.stderr).trim_end().lines().count(),
+        1,
+        "one line: {}",
+        text(&o.stderr)
+    );
+    assert_nothing_left(rt, &id);
+    let b = Bundle::busybox(args);
+    b.edit(good);
+    let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+    assert_exit(&o, 0);
+    assert_nothing_left(rt, &id);
+}
+
+/// libcgroups joins `linux.cgroupsPath` to each hierarchy as given: a red
+/// team's `/../../..<dir>` made host directories outside cgroupfs. Refused
+/// at load; a path below the hierarchy runs.
+#[test]
+fn a_climbing_cgroups_path_is_refused_at_load() {
+    if !need_root("a_climbing_cgroups_path_is_refused_at_load") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let scratch = TempDir::new("cgclimb");
+    let escaped = scratch.path().join("escaped/dir");
+    let climbing = format!("/../../../../../..{}", escaped.display());
+    let id = unique_id("cgok");
+    let below = format!("/sandboy/{id}");
+    refused_then_allowed(
+        &rt,
+        &["true"],
+        |c| c["linux"]["cgroupsPath"] = climbing.clone().into(),
+        &["linux.cgroupsPath", "climbs out of the cgroup hierarchy"],
+        |c| c["linux"]["cgroupsPath"] = below.clone().into(),
+    );
+    assert!(!escaped.exists(), "{} was made", escaped.display());
+    assert!(cgroups_named(&id).is_empty(), "{:?}", cgroups_named(&id));
+}
+
+/// One entry per namespace type (runc: "duplicated ns"): with two network
+/// entries the last won, and a node policy's "new network namespace" was
+/// met by the first while the container joined the host's. A joined
+/// namespace's path must be a namespace file: a FIFO hung create forever.
+#[test]
+fn duplicate_namespaces_and_non_namespace_paths_are_refused() {
+    if !need_root("duplicate_namespaces_and_non_namespace_paths_are_refused") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let host_net = format!("/proc/{}/ns/net", sleeper.id());
+    let host_uts = format!("/proc/{}/ns/uts", sleeper.id());
+    let without = |c: &mut serde_json::Value, typ: &str| {
+        let ns: Vec<serde_json::Value> = c["linux"]["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["type"] != typ)
+            .cloned()
+            .collect();
+        c["linux"]["namespaces"] = ns.into();
+    };
+    let push = |c: &mut serde_json::Value, n: serde_json::Value| {
+        c["linux"]["namespaces"].as_array_mut().unwrap().push(n);
+    };
+    refused_then_allowed(
+        &rt,
+        &["true"],
+        |c| {
+            without(c, "network");
+            push(c, serde_json::json!({"type": "network"}));
+            push(c, serde_json::json!({"type": "network", "path": host_net}));
+        },
+        &["linux.namespaces[", "duplicated ns \"net\""],
+        |c| {
+            without(c, "network");
+            push(c, serde_json::json!({"type": "network", "path": host_net}));
+        },
+    );
+    let scratch = TempDir::new("nsfifo");
+    let fifo = scratch.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let plain = scratch.path().join("plain");
+    fs::write(&plain, "").unwrap();
+    for path in [&fifo, &plain] {
+        let id = unique_id("nspath");
+        let b = Bundle::busybox(&["true"]);
+        b.edit(|c| {
+            without(c, "uts");
+            push(c, serde_json::json!({"type": "uts", "path": path}));
+        });
+        let o = output_timeout(
+            rt.cmd()
+                .args(["create", "--bundle", b.path().to_str().unwrap(), &id]),
+            std::time::Duration::from_secs(20),
+        );
+        expect(
+            &o,
+            2,
+            &["linux.namespaces[", "].path", "is not a namespace file"],
+        );
+        assert_nothing_left(&rt, &id);
+    }
+    refused_then_allowed(
+        &rt,
+        &["true"],
+        |c| {
+            without(c, "uts");
+            push(c, serde_json::json!({"type": "uts", "path": plain}));
+        },
+        &["is not a namespace file"],
+        |c| {
+            without(c, "uts");
+            push(c, serde_json::json!({"type": "uts", "path": host_uts}));
+        },
+    );
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}
+
+/// A key under sandboy's prefix that is none of its keys was ignored: a
+/// misspelled `dev.sandboy.landlok` ran its container with no Landlock and
+/// no seccomp. Refused with the key it most likely meant; the right key,
+/// and another prefix's key, are accepted.
+#[test]
+fn an_unknown_sandboy_annotation_is_refused() {
+    if !need_root("an_unknown_sandboy_annotation_is_refused") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let ruleset = r#"{"mode":"enforce","fs":[{"path":"/bin","access":["read","exec"]}]}"#;
+    for key in [
+        "dev.sandboy.landlok",
+        "dev.sandboy.Landlock",
+        "dev.sandboy.landlock ",
+        " DEV.SANDBOY.LANDLOCK",
+    ] {
+        refused_then_allowed(
+            &rt,
+            &["true"],
+            |c| c["annotations"] = serde_json::json!({ key: ruleset }),
+            &[
+                "annotation",
+                "is not one of sandboy's keys",
+                "did you mean \"dev.sandboy.landlock\"?",
+            ],
+            |c| {
+                c["annotations"] =
+                    serde_json::json!({"dev.sandboy.landlock": ruleset, "org.example.note": "x"})
+            },
+        );
+    }
+}
+
+/// Values the kernel or libcontainer would fail on after the container
+/// exists (exit 1), or never check: refused at load naming the field, each
+/// next to its allowed counterpart.
+#[test]
+fn config_values_are_checked_at_load() {
+    if !need_root("config_values_are_checked_at_load") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Edit, &str, Edit)> = vec![
+        (
+            Box::new(|c| c["process"]["oomScoreAdj"] = 5000.into()),
+            "process.oomScoreAdj 5000",
+            Box::new(|c| c["process"]["oomScoreAdj"] = 1000.into()),
+        ),
+        (
+            Box::new(|c| {
+                c["hooks"] =
+                    serde_json::json!({"createRuntime": [{"path": "/bin/true", "timeout": 0}]})
+            }),
+            "hooks.createRuntime[0].timeout 0",
+            Box::new(|c| {
+                c["hooks"] =
+                    serde_json::json!({"createRuntime": [{"path": "/bin/true", "timeout": 5}]})
+            }),
+        ),
+        (
+            Box::new(|c| c["hooks"] = serde_json::json!({"poststop": [{"path": "relative/hook"}]})),
+            "hooks.poststop[0].path \"relative/hook\"",
+            Box::new(|c| c["hooks"] = serde_json::json!({"poststop": [{"path": "/bin/true"}]})),
+        ),
+        (
+            Box::new(|c| c["hostname"] = "a".repeat(300).into()),
+            "hostname is 300 bytes",
+            Box::new(|c| c["hostname"] = "a".repeat(64).into()),
+        ),
+        (
+            Box::new(|c| c["linux"]["resources"]["memory"] = serde_json::json!({"limit": -5})),
+            "linux.resources.memory.limit -5",
+            Box::new(|c| c["linux"]["resources"]["memory"] = serde_json::json!({"limit": -1})),
+        ),
+        (
+            Box::new(|c| {
+                c["process"]["rlimits"] =
+                    serde_json::json!([{"type": "RLIMIT_NOFILE", "soft": 10, "hard": 10}])
+            }),
+            "process.rlimits[0] RLIMIT_NOFILE 10",
+            Box::new(|c| {
+                c["process"]["rlimits"] =
+                    serde_json::json!([{"type": "RLIMIT_NOFILE", "soft": 20, "hard": 20}])
+            }),
+        ),
+    ];
+    for (bad, said, good) in cases {
+        refused_then_allowed(&rt, &["true"], bad, &[said], good);
+    }
+}
+
+/// A failing poststart or startContainer hook fails `run` with a runtime
+/// failure (exit 1, not the init's 255), one line, and leaves nothing of
+/// the id, its lock under <root>/.locks included; a passing one runs.
+#[test]
+fn a_failed_start_hook_leaves_nothing() {
+    if !need_root("a_failed_start_hook_leaves_nothing") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    for kind in ["poststart", "startContainer"] {
+        for (hook, code) in [("/bin/false", 1), ("/bin/true", 0)] {
+            let id = unique_id("starthook");
+            let b = Bundle::busybox(&["true"]);
+            b.edit(|c| c["hooks"] = serde_json::json!({ kind: [{"path": hook}] }));
+            let o = rt.run(&["run", "--bundle", b.path().to_str().unwrap(), &id]);
+            assert_exit(&o, code);
+            if code != 0 {
+                let err = text(&o.stderr);
+                assert_eq!(err.trim_end().lines().count(), 1, "{kind}: {err}");
+                assert!(err.contains("hook"), "{kind}: {err}");
+            }
+            assert_nothing_left(&rt, &id);
+        }
+    }
+}
+
+/// `exec` flags are checked before anything runs: (uid_t)-1 as user or
+/// group ran the process as root; an unknown capability and a relative cwd
+/// were taken without a word. Each next to its allowed counterpart.
+#[test]
+fn exec_flags_are_checked() {
+    if !need_root("exec_flags_are_checked") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["sleep", "60"]);
+    b.edit(|c| c["process"]["user"] = serde_json::json!({"uid": 1000, "gid": 1000}));
+    let id = unique_id("execflags");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run_detached(&b, &id), 0);
+    for (flags, said, good) in [
+        (
+            vec!["--user", "4294967295"],
+            "--user \"4294967295\": 4294967295 is (uid_t)-1",
+            vec!["--user", "1001"],
+        ),
+        (
+            vec!["--user", "1000:4294967295"],
+            "4294967295 is (uid_t)-1",
+            vec!["--user", "1000:1001"],
+        ),
+        (
+            vec!["--cap", "CAP_BOGUS"],
+            "--cap \"CAP_BOGUS\" is not a capability",
+            vec!["--cap", "CAP_CHOWN"],
+        ),
+        (
+            vec!["--cwd", "relative"],
+            "--cwd \"relative\" must be an absolute path",
+            vec!["--cwd", "/tmp"],
+        ),
+    ] {
+        let mut args = vec!["exec"];
+        args.extend(&flags);
+        args.extend([id.as_str(), "id", "-u"]);
+        let o = rt.run(&args);
+        expect(&o, 2, &[said]);
+        assert!(o.stdout.is_empty(), "it ran: {}", text(&o.stdout));
+        let mut args = vec!["exec"];
+        args.extend(&good);
+        args.extend([id.as_str(), "id", "-u"]);
+        let o = rt.run(&args);
+        assert_exit(&o, 0);
+        assert_ne!(text(&o.stdout).trim(), "0", "{flags:?}");
+    }
+}
+
+/// `--cap` is parsed in runc's form (`CAP_MKNOD`) everywhere: the check
+/// that keeps CAP_MKNOD and CAP_SETFCAP from a policy-confined container's
+/// exec read only `MKNOD`, and let the usual spelling through.
+#[test]
+fn exec_cap_in_runcs_form_is_held_to_the_policy() {
+    if !need_root("exec_cap_in_runcs_form_is_held_to_the_policy") {
+        return;
+    }
+    let pb = PolicyBundle::new("strict");
+    pb.bundle
+        .edit(|c| c["process"]["args"] = serde_json::json!(["/bin/sleep", "60"]));
+    let rt = Runtime::sandboy();
+    let id = unique_id("execplant");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run_detached(&pb.bundle, &id), 0);
+    for cap in ["CAP_MKNOD", "CAP_SETFCAP"] {
+        let o = rt.run(&["exec", "--cap", cap, &id, "/bin/true"]);
+        expect(
+            &o,
+            2,
+            &["never given to a process of a policy-confined container"],
+        );
+    }
+    assert_exit(
+        &rt.run(&["exec", "--cap", "CAP_CHOWN", &id, "/bin/true"]),
+        0,
+    );
+}
+
+/// `exec -d --pid-file` that cannot write the pid file fails (exit 1) and
+/// kills the process it started, as runc: its caller could not manage it.
+#[test]
+fn exec_with_an_unwritable_pid_file_leaves_no_process() {
+    if !need_root("exec_with_an_unwritable_pid_file_leaves_no_process") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["sleep", "60"]);
+    let id = unique_id("execpid");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run_detached(&b, &id), 0);
+    let scratch = TempDir::new("execpid");
+    let bad = scratch.path().join("nonexist/dir/pid");
+    let o = rt.run(&[
+        "exec",
+        "-d",
+        "--pid-file",
+        bad.to_str().unwrap(),
+        &id,
+        "sleep",
+        "47",
+    ]);
+    expect(&o, 1, &["--pid-file"]);
+    let ps = rt.run(&["ps", &id]);
+    assert_exit(&ps, 0);
+    assert!(
+        !text(&ps.stdout).contains("sleep 47"),
+        "left running: {}",
+        text(&ps.stdout)
+    );
+    let good = scratch.path().join("pid");
+    let o = rt.run(&[
+        "exec",
+        "-d",
+        "--pid-file",
+        good.to_str().unwrap(),
+        &id,
+        "sleep",
+        "48",
+    ]);
+    assert_exit(&o, 0);
+    let pid: i32 = fs::read_to_string(&good).unwrap().trim().parse().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    assert!(text(&rt.run(&["ps", &id]).stdout).contains("sleep 48"));
+}
+
+/// `events --interval 0s` printed stats as fast as it could (runc: "interval
+/// must be greater than 0"); a positive interval streams until the
+/// container stops.
+#[test]
+fn events_interval_zero_is_refused() {
+    if !need_root("events_interval_zero_is_refused") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["sleep", "2"]);
+    let id = unique_id("events0");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run_detached(&b, &id), 0);
+    let o = output_timeout(
+        rt.cmd().args(["events", "--interval", "0s", &id]),
+        std::time::Duration::from_secs(10),
+    );
+    expect(&o, 2, &["--interval \"0s\" is zero"]);
+    assert!(o.stdout.is_empty());
+    let o = output_timeout(
+        rt.cmd().args(["events", "--interval", "200ms", &id]),
+        std::time::Duration::from_secs(20),
+    );
+    assert_exit(&o, 0);
+    assert!(text(&o.stdout).contains("\"type\":\"stats\""));
+}
+
+/// `update -r` with devices replaced the container's device rules (a red
+/// team's `{"allow": true}` opened every device); runc's update does not
+/// change them. `unified` on a host without cgroup v2 was dropped without
+/// a word. Both refused (exit 2); a pids limit is applied.
+#[test]
+fn update_refuses_what_it_would_not_apply() {
+    if !need_root("update_refuses_what_it_would_not_apply") {
+        return;
+    }
+    let rt = Runtime::sandboy();
+    let b = Bundle::busybox(&["sleep", "60"]);
+    let id = unique_id("update");
+    let _g = rt.guard(&id);
+    assert_exit(&rt.run_detached(&b, &id), 0);
+    let scratch = TempDir::new("update");
+    let file = scratch.path().join("r.json");
+    let mut cases = vec![(
+        r#"{"devices":[{"allow":true,"access":"rwm"}]}"#,
+        "linux.resources.devices: update cannot change linux.resources.devices; runc does not either",
+    )];
+    if !std::path::Path::new("/sys/fs/cgroup/cgroup.procs").exists() {
+        cases.push((
+            r#"{"unified":{"memory.max":"1"}}"#,
+            "linux.resources.unified: cgroup v2 keys cannot be applied",
+        ));
+    }
+    for (json, said) in cases {
+        fs::write(&file, json).unwrap();
+        let o = rt.run(&["update", "-r", file.to_str().unwrap(), &id]);
+        expect(&o, 2, &[said]);
+    }
+    fs::write(&file, r#"{"pids":{"limit":50}}"#).unwrap();
+    assert_exit(&rt.run(&["update", "-r", file.to_str().unwrap(), &id]), 0);
+    let max = cgroups_named(&id)
+        .into_iter()
+        .map(|d| d.join("pids.max"))
+        .find(|p| p.exists())
+        .expect("the container's pids cgroup");
+    assert_eq!(fs::read_to_string(max).unwrap().trim(), "50");
 }

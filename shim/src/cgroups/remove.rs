@@ -145,23 +145,28 @@ fn hierarchies(mountinfo: &str) -> Vec<PathBuf> {
 
 /// `cgroupsPath` as a path below a hierarchy's root; never climbing out.
 fn relative(cgroup_path: &Path) -> Result<PathBuf, NotHandled> {
+    let rel = below_root(cgroup_path)
+        .ok_or_else(|| NotHandled(format!("cgroupsPath {} climbs", cgroup_path.display())))?;
+    if rel.as_os_str().is_empty() {
+        return Err(NotHandled("empty cgroupsPath".into()));
+    }
+    Ok(rel)
+}
+
+/// `cgroupsPath` as a path below a hierarchy's root, or `None` where a
+/// `..` (or a prefix) would climb out of it. Also the check of
+/// `linux.cgroupsPath` at load: libcgroups joins the path to each
+/// hierarchy as given, so a climbing one made directories on the host.
+pub fn below_root(cgroup_path: &Path) -> Option<PathBuf> {
     let mut rel = PathBuf::new();
     for c in cgroup_path.components() {
         match c {
             Component::RootDir | Component::CurDir => {}
             Component::Normal(part) => rel.push(part),
-            _ => {
-                return Err(NotHandled(format!(
-                    "cgroupsPath {} climbs",
-                    cgroup_path.display()
-                )))
-            }
+            Component::ParentDir | Component::Prefix(_) => return None,
         }
     }
-    if rel.as_os_str().is_empty() {
-        return Err(NotHandled("empty cgroupsPath".into()));
-    }
-    Ok(rel)
+    Some(rel)
 }
 
 /// Mount points of the cgroup v1 hierarchies that carry a known controller,

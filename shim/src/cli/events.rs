@@ -15,6 +15,14 @@ use crate::error::{Failure, Result};
 pub fn run(rt: &Runtime, args: Events) -> Result<i32> {
     let interval = sandboy_spec_gen::units::Span::parse(&args.interval)
         .map_err(|e| Failure::usage(format!("--interval: {e}")))?;
+    // Zero would print stats as fast as they can be read, one CPU busy for
+    // nothing (runc: "interval must be greater than 0").
+    if interval.as_millis() == 0 {
+        return Err(Failure::usage(format!(
+            "--interval {:?} is zero; give a positive interval, e.g. 5s",
+            args.interval
+        )));
+    }
     let c = rt.load(&args.container_id)?;
     require(&c, c.can_kill(), "events")?;
     let manager = crate::cgroups::cgroup_manager(&c)?;

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::args::Exec;
+use crate::container::bundle::real_id;
 use crate::container::{ExecOptions, Runtime};
 use crate::error::{Failure, Result};
 
@@ -26,6 +27,7 @@ pub fn run(rt: &Runtime, args: Exec) -> Result<i32> {
         })?;
     }
     let (uid, gid) = parse_user(args.user.as_deref())?;
+    check_flags(&args)?;
     let env: HashMap<String, String> = args
         .env
         .iter()
@@ -68,7 +70,36 @@ fn parse_user(user: Option<&str>) -> Result<(Option<u32>, Option<u32>)> {
         Some((u, g)) => (u, Some(g)),
         None => (user, None),
     };
-    let uid = u.parse().map_err(|_| bad())?;
-    let gid = g.map(|g| g.parse().map_err(|_| bad())).transpose()?;
+    let id = |s: &str| {
+        let id = s.parse().map_err(|_| bad())?;
+        real_id(id).map_err(|why| Failure::usage(format!("--user {user:?}: {why}")))
+    };
+    let uid = id(u)?;
+    let gid = g.map(id).transpose()?;
     Ok((Some(uid), gid))
+}
+
+/// What libcontainer would take without a word: a capability name it
+/// cannot parse is dropped, a relative cwd resolved against whatever the
+/// init's cwd is.
+fn check_flags(args: &Exec) -> Result<()> {
+    for gid in &args.additional_gids {
+        real_id(*gid).map_err(|why| Failure::usage(format!("--additional-gids {why}")))?;
+    }
+    if let Some(c) = args
+        .cap
+        .iter()
+        .find(|c| crate::init::privilege::named(c).is_none())
+    {
+        return Err(Failure::usage(format!(
+            "--cap {c:?} is not a capability; give a name such as CAP_NET_BIND_SERVICE (man 7 capabilities)"
+        )));
+    }
+    if let Some(cwd) = args.cwd.as_ref().filter(|c| !c.is_absolute()) {
+        return Err(Failure::usage(format!(
+            "--cwd {:?} must be an absolute path in the container, e.g. /work",
+            cwd.display().to_string()
+        )));
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use super::args::Run;
 use crate::container::learn::Learning;
 use crate::container::{Ran, RunMode, Runtime};
-use crate::error::Result;
+use crate::error::{Failure, Result};
 use crate::supervisor::learn::Learn;
 
 pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
@@ -20,15 +20,17 @@ pub fn run(rt: &Runtime, args: Run) -> Result<i32> {
         .map(|out| learning(out, &args))
         .transpose()?;
     let ran = rt.run(&args.container_id, &opts, mode)?;
-    // 255 with an error from the init: it failed before the payload ran.
+    summary(&ran, args.report.as_deref());
+    // 255 with an error from the init: it failed before the payload ran (a
+    // startContainer hook), a runtime failure (exit 1), as under runc, not
+    // the payload's status.
     if ran.status == 255 && !args.detach {
         if let Some(cause) = super::cause::init_failure() {
-            super::output::error_line(&format!(
-                "sandboy: the container's init failed before its process ran: {cause}"
-            ));
+            return Err(Failure::runtime(format!(
+                "the container's init failed before its process ran: {cause}"
+            )));
         }
     }
-    summary(&ran, args.report.as_deref());
     Ok(ran.status)
 }
 

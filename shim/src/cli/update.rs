@@ -14,6 +14,11 @@ pub fn run(rt: &Runtime, args: Update) -> Result<i32> {
         Some(path) => read_resources(path)?,
         None => from_flags(&args)?,
     };
+    let at = args.resources.as_ref().map_or_else(
+        || "update".to_owned(),
+        |p| format!("update --resources {}", p.display()),
+    );
+    crate::container::limits::check_update(&resources, crate::cgroups::unified_host(), &at)?;
     let c = rt.load(&args.container_id)?;
     within_policy(&c, &resources)?;
     let manager = crate::cgroups::cgroup_manager(&c)?;

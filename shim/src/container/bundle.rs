@@ -50,7 +50,7 @@ impl Bundle {
                 path.display(),
                 e.line(),
                 e.column(),
-                strip_location(&e.to_string())
+                sandboy_spec_gen::json_message(&e)
             ))
         })?;
         let seccomp = check(&spec, &dir, &path, seccomp_cache)?;
@@ -62,10 +62,6 @@ impl Bundle {
         self.dir
             .join(self.spec.root().as_ref().expect("checked by load").path())
     }
-}
-
-fn strip_location(msg: &str) -> &str {
-    msg.rsplit_once(" at line ").map_or(msg, |(m, _)| m)
 }
 
 /// Checks libcontainer would only notice after forking, or not at all.
@@ -116,9 +112,19 @@ fn check(
         super::mounts::check(mounts, &rootfs, &at.to_string())?;
         super::mounts::check_nested_sources(mounts, &at.to_string())?;
     }
-    if spec.linux().is_none() {
+    let Some(linux) = spec.linux() else {
         return Err(Failure::config(format!("{at}: \"linux\" is missing")));
+    };
+    if let Some(p) = linux.cgroups_path() {
+        if crate::cgroups::remove::below_root(p).is_none() {
+            return Err(Failure::config(format!(
+                "{at}: linux.cgroupsPath {:?} climbs out of the cgroup hierarchy (a \"..\" component); give a path below it without \"..\", e.g. \"/sandboy/<id>\", or leave it out",
+                p.display().to_string()
+            )));
+        }
     }
+    super::namespaces::check(spec, &at.to_string())?;
+    check_values(spec, &at.to_string())?;
     let decoded = Annotations::decode(spec).map_err(|e| e.context(&at))?;
     // The gateway's sockets live in the container's own network namespace;
     // on a shared one the rules would hold nothing back.
@@ -146,6 +152,106 @@ fn check(
         .transpose()
 }
 
+/// Values libcontainer would take to the kernel and fail on after the
+/// container exists (exit 1, from deep inside the init), or not check at
+/// all (a hook's timeout of 0 never fired, a relative hook path was looked
+/// up from whatever the runtime's cwd was).
+fn check_values(spec: &Spec, at: &str) -> Result<()> {
+    let refuse = |field: String, why: &str| Err(Failure::config(format!("{at}: {field} {why}")));
+    if let Some(adj) = spec.process().as_ref().and_then(|p| p.oom_score_adj()) {
+        if !(-1000..=1000).contains(&adj) {
+            return refuse(
+                format!("process.oomScoreAdj {adj}"),
+                "is outside the kernel's range; give a value from -1000 to 1000",
+            );
+        }
+    }
+    if let Some(rl) = spec.process().as_ref().and_then(|p| p.rlimits().as_ref()) {
+        for (i, r) in rl.iter().enumerate() {
+            if r.typ() == oci_spec::runtime::PosixRlimitType::RlimitNofile
+                && r.soft().min(r.hard()) < sandboy_spec_gen::policy::NOFILE_FLOOR
+            {
+                return refuse(
+                    format!(
+                        "process.rlimits[{i}] RLIMIT_NOFILE {}",
+                        r.soft().min(r.hard())
+                    ),
+                    &format!(
+                        "is below {}: {}; raise soft and hard to at least {}",
+                        sandboy_spec_gen::policy::NOFILE_FLOOR,
+                        sandboy_spec_gen::policy::NOFILE_FLOOR_WHY,
+                        sandboy_spec_gen::policy::NOFILE_FLOOR
+                    ),
+                );
+            }
+        }
+    }
+    // HOST_NAME_MAX: sethostname and setdomainname take no more.
+    for (field, name) in [
+        ("hostname", spec.hostname()),
+        ("domainname", spec.domainname()),
+    ] {
+        if let Some(n) = name.as_ref().filter(|n| n.len() > 64) {
+            return refuse(
+                field.to_owned(),
+                &format!(
+                    "is {} bytes; the kernel takes at most 64, shorten it",
+                    n.len()
+                ),
+            );
+        }
+    }
+    if let Some(m) = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.resources().as_ref())
+        .and_then(|r| r.memory().as_ref())
+    {
+        for (field, v) in [
+            ("limit", m.limit()),
+            ("swap", m.swap()),
+            ("reservation", m.reservation()),
+        ] {
+            if let Some(v) = v.filter(|&v| v < -1) {
+                return refuse(
+                    format!("linux.resources.memory.{field} {v}"),
+                    "is negative; give a number of bytes, or -1 for unlimited",
+                );
+            }
+        }
+    }
+    if let Some(hooks) = spec.hooks() {
+        let kinds = [
+            ("prestart", hooks.prestart()),
+            ("createRuntime", hooks.create_runtime()),
+            ("createContainer", hooks.create_container()),
+            ("startContainer", hooks.start_container()),
+            ("poststart", hooks.poststart()),
+            ("poststop", hooks.poststop()),
+        ];
+        for (kind, list) in kinds {
+            for (i, hook) in list.iter().flatten().enumerate() {
+                if !hook.path().is_absolute() {
+                    return refuse(
+                        format!(
+                            "hooks.{kind}[{i}].path {:?}",
+                            hook.path().display().to_string()
+                        ),
+                        "is relative; give the hook's absolute path",
+                    );
+                }
+                if let Some(t) = hook.timeout().filter(|&t| t <= 0) {
+                    return refuse(
+                        format!("hooks.{kind}[{i}].timeout {t}"),
+                        "is not positive; give a number of seconds above 0, or leave timeout out",
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What the kernel would misread in a process (config.json's, or an
 /// `exec --process` file at `at`): an id of 4294967295 is `(uid_t)-1`,
 /// which `setresuid` takes as "leave unchanged", so a red team's step
@@ -162,11 +268,7 @@ pub fn check_process(process: &oci_spec::runtime::Process, at: &str) -> Result<(
                 .map(|&g| ("additionalGids", g)),
         );
     for (field, id) in ids {
-        if id == u32::MAX {
-            return Err(Failure::config(format!(
-                "{at}: process.user.{field} 4294967295 is (uid_t)-1, which the kernel takes as \"leave the id unchanged\" (the process would keep the runtime's, root's); give a real id such as 65534"
-            )));
-        }
+        real_id(id).map_err(|why| Failure::config(format!("{at}: process.user.{field} {why}")))?;
     }
     for (i, e) in process.env().iter().flatten().enumerate() {
         if e.contains('\0') || !e.contains('=') || e.starts_with('=') {
@@ -186,6 +288,18 @@ pub fn check_process(process: &oci_spec::runtime::Process, at: &str) -> Result<(
         )));
     }
     Ok(())
+}
+
+/// A user or group id the kernel takes as an id: 4294967295 is
+/// `(uid_t)-1`, which `setresuid` reads as "leave unchanged", so a process
+/// given it keeps the runtime's (root's). The one check for config.json, an
+/// `exec --process` file and `exec --user`; the error says why and the fix,
+/// the caller names the field.
+pub fn real_id(id: u32) -> std::result::Result<u32, String> {
+    if id == u32::MAX {
+        return Err("4294967295 is (uid_t)-1, which the kernel takes as \"leave the id unchanged\" (the process would keep the runtime's, root's); give a real id such as 65534".to_owned());
+    }
+    Ok(id)
 }
 
 /// Whether the spec makes a new namespace of type `typ` (not joined by
@@ -265,6 +379,11 @@ impl Annotations {
         let Some(map) = spec.annotations() else {
             return Ok(out);
         };
+        let mut keys: Vec<&String> = map.keys().collect();
+        keys.sort_unstable();
+        for key in keys {
+            annotations::check_key(key).map_err(|e| Failure::config(e.to_string()))?;
+        }
         if let Some(v) = map.get(annotations::LANDLOCK) {
             out.landlock =
                 Some(LandlockRuleset::decode(v).map_err(|e| Failure::config(e.to_string()))?);

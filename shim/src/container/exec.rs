@@ -73,8 +73,11 @@ impl Runtime {
         let held = if opts.process.is_some() {
             Default::default()
         } else {
-            let asked: Vec<oci_spec::runtime::Capability> =
-                opts.cap.iter().filter_map(|c| c.parse().ok()).collect();
+            let asked: Vec<oci_spec::runtime::Capability> = opts
+                .cap
+                .iter()
+                .filter_map(|c| crate::init::privilege::named(c))
+                .collect();
             crate::init::privilege::read_held(c.bundle()).except(&asked)
         };
         // As runc: without --user / --additional-gids the new process runs
@@ -157,7 +160,13 @@ impl Runtime {
         drop(in_flight);
         remove_stale_sockets(&self.dir(id), &before);
         let pid = built?;
-        super::write_pid_file(opts.pid_file.as_deref(), Some(pid))?;
+        // A caller that asked for the pid and did not get it cannot manage
+        // the process: it is killed rather than left running (as runc).
+        if let Err(e) = super::write_pid_file(opts.pid_file.as_deref(), Some(pid)) {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = waitpid(pid, None);
+            return Err(e);
+        }
         if logged {
             // Before the wait: see `denials::Members`.
             let _ = crate::supervisor::denials::add_tenant(&self.dir(id), pid.as_raw(), session);
@@ -247,8 +256,10 @@ fn remove_stale_sockets(dir: &Path, before: &HashSet<PathBuf>) {
 /// capability of [`PLANT`](crate::init::privilege::PLANT) with `--cap`.
 fn refuse_plant(cap: &[String]) -> Result<()> {
     use crate::init::privilege::PLANT;
-    let asked: Vec<oci_spec::runtime::Capability> =
-        cap.iter().filter_map(|c| c.parse().ok()).collect();
+    let asked: Vec<oci_spec::runtime::Capability> = cap
+        .iter()
+        .filter_map(|c| crate::init::privilege::named(c))
+        .collect();
     match asked.iter().find(|c| PLANT.contains(c)) {
         Some(c) => Err(Failure::config(format!(
             "exec --cap {c}: never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"

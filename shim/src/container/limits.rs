@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use oci_spec::runtime::Spec;
+use oci_spec::runtime::{LinuxResources, Spec};
 
 use crate::error::{Failure, Result};
 
@@ -17,25 +17,47 @@ pub fn check(spec: &Spec, bundle: &Path, unified_host: bool) -> Result<()> {
     let Some(resources) = spec.linux().as_ref().and_then(|l| l.resources().as_ref()) else {
         return Ok(());
     };
-    let refuse = |field: &str, why: &str, fix: &str| {
-        Err(Failure::config(format!(
-            "{}/config.json: linux.resources.{field}: {why}; {fix}",
-            bundle.display()
-        )))
-    };
+    unapplied(resources, unified_host)
+        .map_err(|r| r.at(&format!("{}/config.json", bundle.display())))
+}
+
+/// `update -r FILE`'s resources (named `at`): what create refuses, and
+/// devices, which runc's update does not change either: libcgroups would
+/// replace the container's device rules with the file's (a red team's
+/// `{"allow": true}` opened every device to a container with CAP_MKNOD).
+pub fn check_update(resources: &LinuxResources, unified_host: bool, at: &str) -> Result<()> {
+    if resources.devices().as_ref().is_some_and(|d| !d.is_empty()) {
+        return Err(Failure::config(format!(
+            "{at}: linux.resources.devices: update cannot change linux.resources.devices; runc does not either; remove \"devices\" from the file (the device rules are set at create)"
+        )));
+    }
+    unapplied(resources, unified_host).map_err(|r| r.at(at))
+}
+
+/// A field that would not be applied: which, why, and the fix.
+struct Unapplied(&'static str, &'static str, &'static str);
+
+impl Unapplied {
+    fn at(self, at: &str) -> Failure {
+        let Unapplied(field, why, fix) = self;
+        Failure::config(format!("{at}: linux.resources.{field}: {why}; {fix}"))
+    }
+}
+
+fn unapplied(resources: &LinuxResources, unified_host: bool) -> std::result::Result<(), Unapplied> {
     if resources.rdma().as_ref().is_some_and(|r| !r.is_empty()) {
-        return refuse(
+        return Err(Unapplied(
             "rdma",
             "RDMA limits cannot be enforced by sandboy (libcgroups has no rdma controller)",
             "remove linux.resources.rdma",
-        );
+        ));
     }
     if !unified_host && resources.unified().as_ref().is_some_and(|u| !u.is_empty()) {
-        return refuse(
+        return Err(Unapplied(
             "unified",
             "cgroup v2 keys cannot be applied on this cgroup v1 (or hybrid) host",
             "use the v1 fields (memory, pids, cpu, blockIO, …) or remove linux.resources.unified",
-        );
+        ));
     }
     Ok(())
 }

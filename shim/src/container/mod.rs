@@ -24,6 +24,7 @@ pub mod learn;
 pub mod limits;
 pub mod loopback;
 pub mod mounts;
+mod namespaces;
 pub mod poststop;
 pub mod rootfs_hook;
 pub mod rootless;

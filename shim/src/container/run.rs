@@ -91,8 +91,11 @@ impl Runtime {
         }
         let mut container = self.create(id, opts, mode.detach)?;
         if let Err(e) = container.start() {
+            // As delete leaves it: a failed start (a poststart hook's
+            // failure among them) keeps nothing of the id, its lock included.
             let _ = container.delete(true);
             self.remove_leftovers(id);
+            self.remove_lock(id);
             return Err(Failure::from(e).context("starting container"));
         }
         if mode.detach {

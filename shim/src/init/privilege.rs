@@ -119,6 +119,14 @@ pub fn to_hold(spec: &Spec) -> Held {
 /// (podman's, containerd's) hold both.
 pub const PLANT: [Capability; 2] = [Capability::Setfcap, Capability::Mknod];
 
+/// A capability as `exec --cap` names it, runc's and libcontainer's form
+/// (`CAP_MKNOD`, config.json's spelling); `None` for a name that is none.
+/// `Capability`'s own `FromStr` takes only `MKNOD`, so parsing `--cap`
+/// with it missed every capability asked for the usual way.
+pub fn named(name: &str) -> Option<Capability> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+}
+
 /// Whether `spec` is confined by a sandboy policy (its Landlock ruleset).
 pub fn policy_confined(spec: &Spec) -> bool {
     spec.annotations()

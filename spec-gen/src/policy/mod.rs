@@ -37,6 +37,18 @@ use diags::Diags;
 /// The only policy format version this release understands.
 pub const VERSION: i64 = 1;
 
+/// The lowest RLIMIT_NOFILE a container or a wrapped step can be given:
+/// libcontainer applies `process.rlimits` in its intermediate process,
+/// before the init has opened /proc, the rootfs and its sockets (through
+/// pathrs), and below this many descriptors those opens fail and the init
+/// panics. Measured with libcontainer 0.7: 17 fails, 18 starts a plain
+/// and a policy container and their `exec`; two more for a console socket
+/// or a learning container's listener.
+pub const NOFILE_FLOOR: u64 = 20;
+
+/// The floor's reason, as error messages give it.
+pub const NOFILE_FLOOR_WHY: &str = "the runtime applies RLIMIT_NOFILE before the container's init has opened /proc, the rootfs and its sockets, and needs that many descriptors to start the process";
+
 /// sandboy's built-in seccomp deny list (`[syscalls] default_deny = true`).
 ///
 /// Why these: each one either reaches kernel attack surface that a build

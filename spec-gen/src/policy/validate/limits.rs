@@ -23,8 +23,12 @@ pub(super) fn nofile(t: &mut Table, d: &mut Diags) -> Option<u64> {
         t,
         d,
         "nofile",
-        (1, 1 << 20),
-        "use a number of open files between 1 and 1048576, e.g. 1024",
+        (crate::policy::NOFILE_FLOOR as i64, 1 << 20),
+        &format!(
+            "use a number of open files between {floor} and 1048576, e.g. 1024 (below {floor}: {})",
+            crate::policy::NOFILE_FLOOR_WHY,
+            floor = crate::policy::NOFILE_FLOOR
+        ),
     )
 }
 
