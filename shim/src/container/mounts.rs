@@ -401,11 +401,10 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     /// A fresh directory of this test's own (tests run in parallel threads
-    /// of one process).
-    fn tmp(test: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sandboy-mounts-{}-{test}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(d.join("data/sub")).unwrap();
+    /// of one process), removed when the test ends.
+    fn tmp(test: &str) -> crate::test_support::TempDir {
+        let d = crate::test_support::TempDir::new(&format!("mounts-{test}"));
+        fs::create_dir_all(d.path().join("data/sub")).unwrap();
         d
     }
 
@@ -415,7 +414,8 @@ mod tests {
     /// allowed.
     #[test]
     fn links_below_an_earlier_bind_resolve_in_its_source() {
-        let r = tmp("through-binds");
+        let r_dir = tmp("through-binds");
+        let r = r_dir.path().to_path_buf();
         let vol = r.join("vol");
         fs::create_dir_all(vol.join("d")).unwrap();
         symlink("/proc/sys/kernel", vol.join("x")).unwrap();
@@ -461,7 +461,8 @@ mod tests {
 
     #[test]
     fn symlinks_resolve_inside_the_rootfs() {
-        let r = tmp("resolve");
+        let r_dir = tmp("resolve");
+        let r = r_dir.path().to_path_buf();
         symlink("/proc/sys/kernel", r.join("evil")).unwrap();
         symlink("../../../../proc", r.join("data/up")).unwrap();
         symlink("sub", r.join("data/rel")).unwrap();
@@ -539,7 +540,8 @@ mod tests {
 
     #[test]
     fn the_directories_above_a_hidden_path_are_planned_as_pins() {
-        let host = tmp("pin");
+        let host_dir = tmp("pin");
+        let host = host_dir.path().to_path_buf();
         fs::create_dir_all(host.join("config/deep")).unwrap();
         symlink("config", host.join("link")).unwrap();
         let bind = |dest: &str, src: &Path, opts: &[&str]| {
@@ -586,9 +588,11 @@ mod tests {
         // pointing into the writable bind: refused the same (a red team
         // renamed the real directory and read the secret from the next
         // container).
-        let ro = tmp("pin-ro");
+        let ro_dir = tmp("pin-ro");
+        let ro = ro_dir.path().to_path_buf();
         symlink("/work/config", ro.join("lnk")).unwrap();
-        let rootfs = tmp("pin-rootfs");
+        let rootfs_dir = tmp("pin-rootfs");
+        let rootfs = rootfs_dir.path().to_path_buf();
         symlink("/work/config", rootfs.join("hid")).unwrap();
         let mut ro_bind = bind("/work/ro", &ro, &["rbind", "ro"]);
         ro_bind.set_options(Some(vec!["rbind".into(), "ro".into()]));
