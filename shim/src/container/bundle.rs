@@ -157,99 +157,110 @@ fn check(
 /// all (a hook's timeout of 0 never fired, a relative hook path was looked
 /// up from whatever the runtime's cwd was).
 fn check_values(spec: &Spec, at: &str) -> Result<()> {
-    let refuse = |field: String, why: &str| Err(Failure::config(format!("{at}: {field} {why}")));
-    if let Some(adj) = spec.process().as_ref().and_then(|p| p.oom_score_adj()) {
-        if !(-1000..=1000).contains(&adj) {
-            return refuse(
-                format!("process.oomScoreAdj {adj}"),
-                "is outside the kernel's range; give a value from -1000 to 1000",
-            );
-        }
+    let refused = |(field, why): (String, String)| Failure::config(format!("{at}: {field} {why}"));
+    process_values(spec)
+        .or_else(|| names(spec))
+        .or_else(|| memory_values(spec))
+        .or_else(|| hook_values(spec))
+        .map_or(Ok(()), |r| Err(refused(r)))
+}
+
+/// A refused value: the field (with the value) and why, with the fix.
+type Refusal = Option<(String, String)>;
+
+fn process_values(spec: &Spec) -> Refusal {
+    use sandboy_spec_gen::policy::{NOFILE_FLOOR, NOFILE_FLOOR_WHY};
+    let process = spec.process().as_ref()?;
+    if let Some(adj) = process
+        .oom_score_adj()
+        .filter(|a| !(-1000..=1000).contains(a))
+    {
+        return Some((
+            format!("process.oomScoreAdj {adj}"),
+            "is outside the kernel's range; give a value from -1000 to 1000".into(),
+        ));
     }
-    if let Some(rl) = spec.process().as_ref().and_then(|p| p.rlimits().as_ref()) {
-        for (i, r) in rl.iter().enumerate() {
-            if r.typ() == oci_spec::runtime::PosixRlimitType::RlimitNofile
-                && r.soft().min(r.hard()) < sandboy_spec_gen::policy::NOFILE_FLOOR
-            {
-                return refuse(
-                    format!(
-                        "process.rlimits[{i}] RLIMIT_NOFILE {}",
-                        r.soft().min(r.hard())
-                    ),
-                    &format!(
-                        "is below {}: {}; raise soft and hard to at least {}",
-                        sandboy_spec_gen::policy::NOFILE_FLOOR,
-                        sandboy_spec_gen::policy::NOFILE_FLOOR_WHY,
-                        sandboy_spec_gen::policy::NOFILE_FLOOR
-                    ),
-                );
-            }
-        }
-    }
-    // HOST_NAME_MAX: sethostname and setdomainname take no more.
-    for (field, name) in [
+    process.rlimits().iter().flatten().enumerate().find_map(|(i, r)| {
+        let low = r.soft().min(r.hard());
+        (r.typ() == oci_spec::runtime::PosixRlimitType::RlimitNofile && low < NOFILE_FLOOR).then(
+            || {
+                (
+                    format!("process.rlimits[{i}] RLIMIT_NOFILE {low}"),
+                    format!("is below {NOFILE_FLOOR}: {NOFILE_FLOOR_WHY}; raise soft and hard to at least {NOFILE_FLOOR}"),
+                )
+            },
+        )
+    })
+}
+
+/// HOST_NAME_MAX: sethostname and setdomainname take no more.
+fn names(spec: &Spec) -> Refusal {
+    [
         ("hostname", spec.hostname()),
         ("domainname", spec.domainname()),
-    ] {
-        if let Some(n) = name.as_ref().filter(|n| n.len() > 64) {
-            return refuse(
-                field.to_owned(),
-                &format!(
-                    "is {} bytes; the kernel takes at most 64, shorten it",
-                    n.len()
-                ),
-            );
-        }
-    }
-    if let Some(m) = spec
+    ]
+    .into_iter()
+    .find_map(|(field, name)| {
+        let n = name.as_ref().filter(|n| n.len() > 64)?;
+        Some((
+            field.to_owned(),
+            format!(
+                "is {} bytes; the kernel takes at most 64, shorten it",
+                n.len()
+            ),
+        ))
+    })
+}
+
+fn memory_values(spec: &Spec) -> Refusal {
+    let m = spec
         .linux()
-        .as_ref()
-        .and_then(|l| l.resources().as_ref())
-        .and_then(|r| r.memory().as_ref())
-    {
-        for (field, v) in [
-            ("limit", m.limit()),
-            ("swap", m.swap()),
-            ("reservation", m.reservation()),
-        ] {
-            if let Some(v) = v.filter(|&v| v < -1) {
-                return refuse(
-                    format!("linux.resources.memory.{field} {v}"),
-                    "is negative; give a number of bytes, or -1 for unlimited",
-                );
+        .as_ref()?
+        .resources()
+        .as_ref()?
+        .memory()
+        .as_ref()?;
+    [
+        ("limit", m.limit()),
+        ("swap", m.swap()),
+        ("reservation", m.reservation()),
+    ]
+    .into_iter()
+    .find_map(|(field, v)| {
+        let v = v.filter(|&v| v < -1)?;
+        Some((
+            format!("linux.resources.memory.{field} {v}"),
+            "is negative; give a number of bytes, or -1 for unlimited".into(),
+        ))
+    })
+}
+
+fn hook_values(spec: &Spec) -> Refusal {
+    let hooks = spec.hooks().as_ref()?;
+    let kinds = [
+        ("prestart", hooks.prestart()),
+        ("createRuntime", hooks.create_runtime()),
+        ("createContainer", hooks.create_container()),
+        ("startContainer", hooks.start_container()),
+        ("poststart", hooks.poststart()),
+        ("poststop", hooks.poststop()),
+    ];
+    kinds.into_iter().find_map(|(kind, list)| {
+        list.iter().flatten().enumerate().find_map(|(i, hook)| {
+            if !hook.path().is_absolute() {
+                let path = hook.path().display().to_string();
+                return Some((
+                    format!("hooks.{kind}[{i}].path {path:?}"),
+                    "is relative; give the hook's absolute path".into(),
+                ));
             }
-        }
-    }
-    if let Some(hooks) = spec.hooks() {
-        let kinds = [
-            ("prestart", hooks.prestart()),
-            ("createRuntime", hooks.create_runtime()),
-            ("createContainer", hooks.create_container()),
-            ("startContainer", hooks.start_container()),
-            ("poststart", hooks.poststart()),
-            ("poststop", hooks.poststop()),
-        ];
-        for (kind, list) in kinds {
-            for (i, hook) in list.iter().flatten().enumerate() {
-                if !hook.path().is_absolute() {
-                    return refuse(
-                        format!(
-                            "hooks.{kind}[{i}].path {:?}",
-                            hook.path().display().to_string()
-                        ),
-                        "is relative; give the hook's absolute path",
-                    );
-                }
-                if let Some(t) = hook.timeout().filter(|&t| t <= 0) {
-                    return refuse(
-                        format!("hooks.{kind}[{i}].timeout {t}"),
-                        "is not positive; give a number of seconds above 0, or leave timeout out",
-                    );
-                }
-            }
-        }
-    }
-    Ok(())
+            let t = hook.timeout().filter(|&t| t <= 0)?;
+            Some((
+                format!("hooks.{kind}[{i}].timeout {t}"),
+                "is not positive; give a number of seconds above 0, or leave timeout out".into(),
+            ))
+        })
+    })
 }
 
 /// What the kernel would misread in a process (config.json's, or an

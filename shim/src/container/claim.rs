@@ -66,7 +66,9 @@ impl IdLock {
 /// An `exec` in flight ([`Runtime::exec_in_flight`]). A plain file, not
 /// nix's `Flock`: that one unlocks on drop, for the clones too, while the
 /// runtime's copy is dropped as soon as the new process is built.
-pub struct ExecInFlight(#[allow(dead_code)] File);
+pub struct ExecInFlight {
+    _lock: File,
+}
 
 /// Whether `path` still names the open `file`.
 fn same_file(path: &Path, file: &File) -> bool {
@@ -183,7 +185,8 @@ impl Runtime {
         let file = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(high) };
         // SAFETY: flock on an fd we own; the lock belongs to the open file
         // description, which the clones share.
-        (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH) } == 0).then_some(ExecInFlight(file))
+        (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH) } == 0)
+            .then_some(ExecInFlight { _lock: file })
     }
 
     /// Wait, at most `limit`, until no `exec` of `id` is in flight (see

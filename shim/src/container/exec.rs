@@ -56,8 +56,14 @@ impl Runtime {
         // by --cap, refused; in an engine's process.json (containerd's and
         // podman's default sets hold both), taken out of a copy that also
         // gets the init's user, limits and no_new_privs.
+        // `--cap` names were checked by the CLI: none is dropped here.
+        let asked: Vec<oci_spec::runtime::Capability> = opts
+            .cap
+            .iter()
+            .filter_map(|c| crate::init::privilege::named(c))
+            .collect();
         if crate::init::privilege::policy_confined(&init_spec) {
-            refuse_plant(&opts.cap)?;
+            refuse_plant(&asked)?;
         }
         super::exec_process::check_user_flags(&init_spec, opts.uid, opts.gid)?;
         let rewritten = match &opts.process {
@@ -73,11 +79,6 @@ impl Runtime {
         let held = if opts.process.is_some() {
             Default::default()
         } else {
-            let asked: Vec<oci_spec::runtime::Capability> = opts
-                .cap
-                .iter()
-                .filter_map(|c| crate::init::privilege::named(c))
-                .collect();
             crate::init::privilege::read_held(c.bundle()).except(&asked)
         };
         // As runc: without --user / --additional-gids the new process runs
@@ -254,12 +255,8 @@ fn remove_stale_sockets(dir: &Path, before: &HashSet<PathBuf>) {
 
 /// Refuses an exec into a policy-confined container that asks for a
 /// capability of [`PLANT`](crate::init::privilege::PLANT) with `--cap`.
-fn refuse_plant(cap: &[String]) -> Result<()> {
+fn refuse_plant(asked: &[oci_spec::runtime::Capability]) -> Result<()> {
     use crate::init::privilege::PLANT;
-    let asked: Vec<oci_spec::runtime::Capability> = cap
-        .iter()
-        .filter_map(|c| crate::init::privilege::named(c))
-        .collect();
     match asked.iter().find(|c| PLANT.contains(c)) {
         Some(c) => Err(Failure::config(format!(
             "exec --cap {c}: never given to a process of a policy-confined container: a file it makes in a writable bind would work for host users (file capabilities, device nodes); leave it out"

@@ -158,34 +158,3 @@ impl NotifySocket {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod test {
-    use tempfile::tempdir;
-
-    use super::*;
-
-    #[test]
-    /// Test that the listener can be cloned and function correctly. This test
-    /// also serves as a test for the normal case.
-    fn test_notify_listener_clone() {
-        let tempdir = tempdir().unwrap();
-        let socket_path = tempdir.path().join("notify.sock");
-        // listener needs to be created first because it will create the socket.
-        let listener = NotifyListener::new(&socket_path).unwrap();
-        let mut socket = NotifySocket::new(socket_path.clone());
-        // This is safe without race because the unix domain socket is already
-        // created. It is OK for the socket to send the start notification
-        // before the listener wait is called.
-        let thread_handle = std::thread::spawn({
-            move || {
-                // We clone the listener and listen on the cloned listener to
-                // make sure the cloned fd functions correctly.
-                listener.wait_for_container_start().unwrap();
-            }
-        });
-
-        socket.notify_container_start().unwrap();
-        thread_handle.join().unwrap();
-    }
-}

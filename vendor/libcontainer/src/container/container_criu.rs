@@ -107,21 +107,3 @@ pub fn handle_checkpointing_external_namespaces(
 
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_compare_criu_version_ok() {
-        assert!(compare_criu_version(31500, 31500).is_ok());
-        assert!(compare_criu_version(31600, 31500).is_ok());
-        assert!(compare_criu_version(40000, 31500).is_ok());
-    }
-
-    #[test]
-    fn test_compare_criu_version_too_low() {
-        assert!(compare_criu_version(31499, 31500).is_err());
-        assert!(compare_criu_version(30000, 31500).is_err());
-    }
-}

@@ -19,7 +19,6 @@ use oci_spec::runtime::PosixRlimit;
 use crate::config::PersonalityDomain;
 use crate::syscall::Result;
 use crate::syscall::linux::{LinuxSyscall, MountAttr};
-use crate::syscall::test::TestHelperSyscall;
 
 /// This specifies various kernel/other functionalities required for
 /// container management
@@ -89,27 +88,18 @@ pub trait Syscall {
     fn personality(&self, domain: PersonalityDomain) -> Result<()>;
 }
 
-#[derive(Clone, Copy)]
+// sandboy: the `Test` variant (a mock for the crate's own unit tests,
+// which are not vendored) is gone.
+#[derive(Clone, Copy, Default)]
 pub enum SyscallType {
+    #[default]
     Linux,
-    Test,
-}
-
-impl Default for SyscallType {
-    fn default() -> Self {
-        if cfg!(test) {
-            SyscallType::Test
-        } else {
-            SyscallType::Linux
-        }
-    }
 }
 
 impl SyscallType {
     pub fn create_syscall(&self) -> Box<dyn Syscall> {
         match self {
             SyscallType::Linux => Box::new(LinuxSyscall),
-            SyscallType::Test => Box::<TestHelperSyscall>::default(),
         }
     }
 }
