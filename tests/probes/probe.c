@@ -430,12 +430,40 @@ static int orphan_chmod(const char *path, const char *out)
 	return 0;
 }
 
+/* Opens of HOST through every fd of process PID taken as a procfs of the
+ * host's pid namespace: /proc/PID/fd/N/1/root is the host's `/` when fd N
+ * is such a handle (pathrs's cache, inherited from the runtime). */
+static long fd_scan(int pid, const char *host)
+{
+	char p[600];
+	long hits = 0;
+	snprintf(p, sizeof p, "/proc/%d/fd", pid);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof p, "/proc/%d/fd/%s/1/root%s", pid, e->d_name, host);
+		int fd = open(p, O_RDONLY | O_NONBLOCK);
+		if (fd >= 0) {
+			hits++;
+			close(fd);
+		}
+	}
+	closedir(d);
+	return hits;
+}
+
 /* For SECONDS, open HOST below /proc/<pid>/root of every other process in
- * /proc, as a container process with CAP_SYS_PTRACE can: a runtime process
- * in the container's pid namespace that still has the host's `/` shows the
- * host's file there. Prints "hits=N" (opens of HOST that succeeded) and
- * "peers=N" (opens of OWN, a file of the container, through another
- * process's root: the walk itself works, the allowed counterpart). */
+ * /proc, and through each of its fds (`fd_scan`), as a container process
+ * with CAP_SYS_PTRACE can: a runtime process in the container's pid
+ * namespace that still has the host's `/`, or a handle on the host's
+ * procfs, shows the host's file there. Prints "hits=N" (opens of HOST that
+ * succeeded) and "peers=N" (opens of OWN, a file of the container, through
+ * another process's root: the walk itself works, the allowed
+ * counterpart). */
 static int root_scan(int seconds, const char *host, const char *own)
 {
 	char p[600];
@@ -461,6 +489,7 @@ static int root_scan(int seconds, const char *host, const char *own)
 					close(fd);
 				}
 			}
+			hits += fd_scan(pid, host);
 		}
 		closedir(d);
 	}

@@ -143,13 +143,6 @@ impl Runtime {
             self.remove_leftovers(id);
             return Err(e);
         }
-        // A pod's processes see the init while it is set up (`host::procfs`).
-        if super::joins_a_pid_namespace(&bundle.spec) {
-            if let Err(e) = crate::host::procfs::uncached() {
-                self.remove_leftovers(id);
-                return Err(super::exec::procfs_failure(e));
-            }
-        }
         let result = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
                 SandboyExecutor::new(id, opts.preserve_fds)

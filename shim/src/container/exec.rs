@@ -122,10 +122,8 @@ impl Runtime {
         let egress_guard = super::egress::guard(&init_spec, logged)?;
         let bundle = bundle_of(&c);
         let before = tenant_sockets(&self.dir(id));
-        // As for the init (`host::nss`); the container's processes are
-        // there while the exec'd one is set up (`host::procfs`).
+        // As for the init (`host::nss`).
         crate::host::nss::files_only()?;
-        crate::host::procfs::uncached().map_err(procfs_failure)?;
         let in_flight = self.exec_in_flight(id, 2 + opts.preserve_fds);
         let built = ContainerBuilder::new(id.to_owned(), SyscallType::default())
             .with_executor(
@@ -263,11 +261,4 @@ fn refuse_plant(asked: &[oci_spec::runtime::Capability]) -> Result<()> {
         ))),
         None => Ok(()),
     }
-}
-
-/// The runtime failure of [`crate::host::procfs::uncached`] (fail closed).
-pub(super) fn procfs_failure(e: std::io::Error) -> Failure {
-    Failure::runtime(format!(
-        "cannot keep the host's procfs handle out of the container: {e}"
-    ))
 }

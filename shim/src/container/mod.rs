@@ -423,10 +423,3 @@ pub(crate) fn pid_namespace(
                 .cloned()
         })
 }
-
-/// Whether a container's processes share their pid namespace with
-/// processes that exist before create returns: a namespace joined by
-/// path, or none of their own (the host's). See `host::procfs`.
-pub(crate) fn joins_a_pid_namespace(spec: &oci_spec::runtime::Spec) -> bool {
-    pid_namespace(spec).is_none_or(|n| n.path().is_some())
-}

@@ -9,17 +9,15 @@
 //! the pid namespace, or in the container itself during a `sandboy exec`,
 //! opened `/proc/<init>/fd/17/<host pid>/root` and wrote the host's files.
 //!
-//! Two steps close it. The init (or exec'd process) drops the inherited
-//! handle as soon as sandboy's code runs in it ([`forget_inherited`], from
-//! the executor's `validate`, before create returns or the exec'd command
-//! starts). Before that, only processes already in the pid namespace could
-//! reach it: none for a container with a new pid namespace (it has no
-//! process but the init until create returns), but a pod's when the
-//! container joins one, and the container's own during `exec`. There the
-//! runtime makes pathrs stop caching before libcontainer runs
-//! ([`uncached`]): it then makes a handle per use, closed after it, as it
-//! does for runc, which closes such fds. That costs a procfs mount per
-//! use (about 2 ms a lifecycle), so it is kept to those cases.
+//! Two steps close it. Where the init joins a pid namespace that has
+//! processes already (an `exec`, a pod's member, the host's), they see it
+//! from its clone on: there libcontainer's intermediate process, which is
+//! in the host's pid namespace and out of their sight, hands the init a
+//! pipe in place of the cache (`vendor/libcontainer/SANDBOY.md`), and the
+//! init's pathrs makes a handle per use, closed after it. And the init (or
+//! exec'd process) drops whatever handle it inherited as soon as sandboy's
+//! code runs in it ([`forget_inherited`], from the executor's `validate`,
+//! before create returns or the exec'd command starts).
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -45,24 +43,6 @@ fn replace_cached(with: BorrowedFd<'_>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// In the runtime, before libcontainer: pathrs caches no procfs handle
-/// from here on (checked: the next handle is another fd).
-pub fn uncached() -> std::io::Result<()> {
-    let null = std::fs::File::open("/dev/null")?;
-    replace_cached(null.as_fd())?;
-    // Two handles alive at once: one fd between them is a cache. (Where
-    // pathrs cannot make a detached procfs, as for an ordinary user, it
-    // never cached one: each handle is its own open of /proc.)
-    let new = || pathrs::procfs::ProcfsHandle::new().map_err(std::io::Error::other);
-    let (a, b) = (new()?, new()?);
-    if a.as_fd().as_raw_fd() == b.as_fd().as_raw_fd() {
-        return Err(std::io::Error::other(
-            "pathrs still hands out its cached procfs handle",
-        ));
-    }
-    Ok(())
-}
-
 /// In a container's init or exec'd process (after `pivot_root`): the
 /// handle inherited from the runtime is dropped, replaced by the
 /// container's own `/` (an `O_PATH` fd, harmless there and closed at
@@ -79,22 +59,4 @@ pub fn forget_inherited() -> std::io::Result<()> {
         rustix::fs::Mode::empty(),
     )?;
     replace_cached(root.as_fd())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::fd::{AsFd, AsRawFd};
-
-    /// After [`super::uncached`] every handle is a new fd, closed when it
-    /// drops: none outlives its use (as the cached one outlived create).
-    #[test]
-    fn handles_are_made_per_use_after_uncached() {
-        super::uncached().unwrap();
-        let a = pathrs::procfs::ProcfsHandle::new().unwrap();
-        let fd = a.as_fd().as_raw_fd();
-        drop(a);
-        // SAFETY: fcntl(F_GETFD) on a number only reads its flags.
-        let open = unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0;
-        assert!(!open, "fd {fd} of a dropped handle is still open");
-    }
 }

@@ -178,6 +178,14 @@ pub fn container_intermediate_process(
         })?;
     }
 
+    // sandboy: where the init joins an existing pid namespace (an exec, a
+    // pod's member, or the host's when the spec asks for none), that
+    // namespace's processes see it from its clone on, with every fd it
+    // inherits; see `withhold_procfs_cache`.
+    if pid_namespace.is_none_or(|ns| ns.path().is_some()) {
+        withhold_procfs_cache()?;
+    }
+
     // Pid namespace requires an extra fork to enter, so we enter pid namespace now.
     match (pid_fd, pid_namespace) {
         (Some(fd), _) => {
@@ -292,6 +300,50 @@ pub fn container_intermediate_process(
         err
     })?;
 
+    Ok(())
+}
+
+/// sandboy: pathrs caches one detached procfs handle of the host's pid
+/// namespace per process, and a clone inherits it. In an init that joins
+/// an existing pid namespace, a process there with CAP_SYS_PTRACE walked
+/// `/proc/<init>/fd/<n>/<host pid>/root` to the host's `/` (a red team,
+/// stop 38). This process is in the host's pid namespace, out of the
+/// container's sight, and keeps using the cache up to here (the cgroup
+/// manager alone makes 22 handles); the init inherits a pipe at the
+/// cache's fd number instead. pathrs finds it invalid, stops caching (its
+/// documented answer to a cached fd that no longer validates) and makes a
+/// handle per use there, closed after it. No path is opened: this process
+/// may already be in the container's mount namespace.
+fn withhold_procfs_cache() -> Result<()> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let failed = |what: &str, err: &dyn std::fmt::Display| {
+        tracing::error!(%err, "cannot withhold the procfs handle cache: {what}");
+        IntermediateProcessError::Other(format!(
+            "cannot keep the host's procfs handle out of the container: {what}: {err}"
+        ))
+    };
+    let new = || pathrs::procfs::ProcfsHandle::new().map_err(|e| failed("procfs handle", &e));
+    let cached = new()?;
+    let (read, _write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| failed("pipe", &e))?;
+    // SAFETY: dup3 onto the cached handle's number replaces what it refers
+    // to without freeing the number; pathrs only ever validates it again.
+    let n = unsafe {
+        nix::libc::dup3(
+            read.as_raw_fd(),
+            cached.as_fd().as_raw_fd(),
+            nix::libc::O_CLOEXEC,
+        )
+    };
+    if n < 0 {
+        return Err(failed("dup3", &nix::Error::last()));
+    }
+    // The pipe holds the cache's number, so the next handle is at another
+    // one unless pathrs still hands out that number. (Where no detached
+    // procfs can be made, pathrs never cached one.)
+    if new()?.as_fd().as_raw_fd() == cached.as_fd().as_raw_fd() {
+        return Err(failed("a cached handle", &"pathrs still hands it out"));
+    }
     Ok(())
 }
 
