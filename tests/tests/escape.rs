@@ -2420,12 +2420,7 @@ fn a_created_containers_init_holds_no_handle_on_the_hosts_procfs() {
     fs::write(marker.path().join("HOSTMARK"), "host-only\n").unwrap();
     let a = Bundle::busybox(&["sleep", "60"]);
     a.edit(|c| {
-        for set in ["bounding", "effective", "permitted"] {
-            c["process"]["capabilities"][set]
-                .as_array_mut()
-                .unwrap()
-                .push(serde_json::json!("CAP_SYS_PTRACE"));
-        }
+        add_capability(c, "CAP_SYS_PTRACE");
     });
     let ida = unique_id("procfs-a");
     let _ga = rt.guard(&ida);
@@ -2472,12 +2467,7 @@ fn a_created_containers_init_holds_no_handle_on_the_hosts_procfs() {
     let vpid = rt.state(&idv)["pid"].as_i64().unwrap();
     let attacker = Bundle::busybox(&["sh", "-c", &scan]);
     attacker.edit(|c| {
-        for set in ["bounding", "effective", "permitted"] {
-            c["process"]["capabilities"][set]
-                .as_array_mut()
-                .unwrap()
-                .push(serde_json::json!("CAP_SYS_PTRACE"));
-        }
+        add_capability(c, "CAP_SYS_PTRACE");
         for ns in c["linux"]["namespaces"].as_array_mut().unwrap() {
             if ns["type"] == "pid" {
                 ns["path"] = serde_json::json!(format!("/proc/{vpid}/ns/pid"));
@@ -2767,9 +2757,11 @@ fn the_log_file_is_never_a_planted_link_fifo_or_hard_link() {
 /// namespace only later, so for a moment its `root` was the host's `/`;
 /// 2,700 reads and a written host file over 20 execs (runc: none). The
 /// exec now joins the mount namespace before the pid namespace
-/// (vendor/libcontainer/SANDBOY.md). The scan still reaches the
-/// container's own files through its own root (the allowed case), and
-/// every exec runs.
+/// (vendor/libcontainer/SANDBOY.md). The scan also opens every fd of
+/// every process as a procfs of the host's pid namespace (the cached
+/// handle an init must not inherit, `host::procfs`). The scan still
+/// reaches the container's own files through its own root (the allowed
+/// case), and every exec runs.
 #[test]
 fn an_exec_never_shows_the_host_root_to_the_container() {
     let t = "an_exec_never_shows_the_host_root_to_the_container";
@@ -2784,12 +2776,7 @@ fn an_exec_never_shows_the_host_root_to_the_container() {
     let b = Bundle::busybox(&["/bin/probe", "root-scan", "6", &host_path, "/bin/probe"]);
     fs::copy(probe_bin().unwrap(), b.path().join("rootfs/bin/probe")).unwrap();
     b.edit(|c| {
-        for set in ["bounding", "effective", "permitted"] {
-            c["process"]["capabilities"][set]
-                .as_array_mut()
-                .unwrap()
-                .push(serde_json::json!("CAP_SYS_PTRACE"));
-        }
+        add_capability(c, "CAP_SYS_PTRACE");
     });
     let id = unique_id("exec-root");
     let _g = rt.guard(&id);

@@ -1,16 +1,6 @@
 //! Control groups provide a way of controlling groups of processes.
 //! Examples: controlling resource limits, execution priority, measuring resource usage,
 //! freezing, checkpointing and restarting groups of processes.
-#[cfg(test)]
-#[macro_use]
-extern crate quickcheck;
-
-#[cfg(test)]
-#[allow(unused_imports)]
-#[macro_use]
-extern crate mockall;
-
-mod test;
 
 pub mod common;
 pub mod stats;
@@ -19,7 +9,6 @@ pub mod systemd;
 #[cfg(not(feature = "systemd"))]
 #[path = "stub/systemd/mod.rs"]
 pub mod systemd;
-pub mod test_manager;
 #[cfg(feature = "v1")]
 pub mod v1;
 #[cfg(not(feature = "v1"))]

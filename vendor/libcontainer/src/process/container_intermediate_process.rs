@@ -303,17 +303,11 @@ pub fn container_intermediate_process(
     Ok(())
 }
 
-/// sandboy: pathrs caches one detached procfs handle of the host's pid
-/// namespace per process, and a clone inherits it. In an init that joins
-/// an existing pid namespace, a process there with CAP_SYS_PTRACE walked
-/// `/proc/<init>/fd/<n>/<host pid>/root` to the host's `/` (a red team,
-/// stop 38). This process is in the host's pid namespace, out of the
-/// container's sight, and keeps using the cache up to here (the cgroup
-/// manager alone makes 22 handles); the init inherits a pipe at the
-/// cache's fd number instead. pathrs finds it invalid, stops caching (its
-/// documented answer to a cached fd that no longer validates) and makes a
-/// handle per use there, closed after it. No path is opened: this process
-/// may already be in the container's mount namespace.
+/// sandboy: the init inherits a pipe at the number of pathrs's cached
+/// handle on the host's procfs (`crate::procfs_cache`). This process is in
+/// the host's pid namespace, out of the container's sight, and keeps using
+/// the cache up to here (the cgroup manager makes handles too). No path is
+/// opened: this process may already be in the container's mount namespace.
 fn withhold_procfs_cache() -> Result<()> {
     use std::os::fd::{AsFd, AsRawFd};
     let failed = |what: &str, err: &dyn std::fmt::Display| {
@@ -326,21 +320,9 @@ fn withhold_procfs_cache() -> Result<()> {
     let cached = new()?;
     let (read, _write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| failed("pipe", &e))?;
-    // SAFETY: dup3 onto the cached handle's number replaces what it refers
-    // to without freeing the number; pathrs only ever validates it again.
-    let n = unsafe {
-        nix::libc::dup3(
-            read.as_raw_fd(),
-            cached.as_fd().as_raw_fd(),
-            nix::libc::O_CLOEXEC,
-        )
-    };
-    if n < 0 {
-        return Err(failed("dup3", &nix::Error::last()));
-    }
-    // The pipe holds the cache's number, so the next handle is at another
-    // one unless pathrs still hands out that number. (Where no detached
-    // procfs can be made, pathrs never cached one.)
+    crate::procfs_cache::replace(&cached, read.as_fd()).map_err(|e| failed("dup3", &e))?;
+    // The pipe holds the cache's number: the next handle is at another one
+    // unless pathrs still hands that number out.
     if new()?.as_fd().as_raw_fd() == cached.as_fd().as_raw_fd() {
         return Err(failed("a cached handle", &"pathrs still hands it out"));
     }

@@ -1,9 +1,5 @@
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
-
-#[cfg(test)]
-use bpf::mock_prog as bpf_prog;
-#[cfg(not(test))]
 use bpf::prog as bpf_prog;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
@@ -109,82 +105,5 @@ impl Devices {
         }
 
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::io::RawFd;
-
-    use bpf::mock_prog;
-    use oci_spec::runtime::{LinuxDeviceCgroupBuilder, LinuxDeviceType};
-    use serial_test::serial;
-
-    use super::*;
-    use crate::test::setup;
-
-    #[test]
-    #[serial(bpf)] // mock contexts are shared
-    fn test_apply_devices() {
-        // arrange
-        let (tmp, _) = setup("some.value");
-        let a_type = LinuxDeviceCgroupBuilder::default()
-            .typ(LinuxDeviceType::A)
-            .build()
-            .unwrap();
-        let file_descriptor: RawFd = 6;
-
-        // expect
-        let bump_memlock_rlimit = mock_prog::bump_memlock_rlimit_context();
-        let load = mock_prog::load_context();
-        let query = mock_prog::query_context();
-        let attach = mock_prog::attach_context();
-        let detach2 = mock_prog::detach2_context();
-        bump_memlock_rlimit.expect().once().returning(|| Ok(()));
-        load.expect()
-            .once()
-            .returning(move |_, _| Ok(file_descriptor));
-        query.expect().once().returning(|_| Ok(vec![]));
-        attach.expect().once().returning(|_, _| Ok(()));
-        detach2.expect().never();
-
-        // act
-        Devices::apply_devices(tmp.path(), &Some(vec![a_type])).expect("Could not apply devices");
-    }
-
-    #[test]
-    #[serial(bpf)] // mock contexts are shared
-    fn test_existing_programs() {
-        // arrange
-        let (tmp, _) = setup("some.value");
-        let a_type = LinuxDeviceCgroupBuilder::default()
-            .typ(LinuxDeviceType::A)
-            .build()
-            .unwrap();
-        let file_descriptor: RawFd = 6;
-        let existing_program_1 = bpf::ProgramInfo {
-            id: u32::default(),
-            fd: i32::default(),
-        };
-
-        // expect
-        let bump_memlock_rlimit = mock_prog::bump_memlock_rlimit_context();
-        let load = mock_prog::load_context();
-        let query = mock_prog::query_context();
-        let attach = mock_prog::attach_context();
-        let detach2 = mock_prog::detach2_context();
-        bump_memlock_rlimit.expect().once().returning(|| Ok(()));
-        load.expect()
-            .once()
-            .returning(move |_, _| Ok(file_descriptor));
-        query
-            .expect()
-            .once()
-            .returning(move |_| Ok(vec![existing_program_1.clone()]));
-        attach.expect().once().returning(|_, _| Ok(()));
-        detach2.expect().once().returning(|_, _| Ok(()));
-
-        // act
-        Devices::apply_devices(tmp.path(), &Some(vec![a_type])).expect("Could not apply devices");
     }
 }
