@@ -28,7 +28,8 @@ impl Cli {
     /// The process's command line, parsed.
     ///
     /// The per-container commands engines call on every container (`create`,
-    /// `start`, `run`, `state`, `kill`, `delete`, `exec`) and `wrap` are parsed
+    /// `start`, `run`, `state`, `kill`, `delete`, `exec`), `wrap` and `adapt`
+    /// (a CI step per tool) are parsed
     /// by a command tree holding only the global flags and that one
     /// subcommand: building clap's whole tree (twenty subcommands, about two
     /// hundred arguments) was a fifth of the runtime's start-up, paid twice
@@ -58,6 +59,7 @@ fn lean(args: &[std::ffi::OsString]) -> Option<Cli> {
         "delete" => Delete::augment_args(sub("delete")),
         "exec" => Exec::augment_args(sub("exec")),
         "wrap" => Wrap::augment_args(sub("wrap")),
+        "adapt" => Adapt::augment_args(sub("adapt")),
         _ => return None,
     };
     let matches = root.subcommand(sub).try_get_matches_from(args).ok()?;
@@ -621,6 +623,9 @@ mod tests {
             "sandboy exec -t --cwd /w -e A=1 c1 sh -c true --help",
             "sandboy exec --process /p.json c1",
             "sandboy --audit off wrap --policy p.toml -- sh -c x",
+            "sandboy adapt --tool infersharp --artifact report.json=/r.json -o /o.sarif",
+            "sandboy adapt --all /d --tool a --tool b",
+            "sandboy adapt --list --registry /r.toml",
         ] {
             let args = argv(line);
             let lean = lean(&args).unwrap_or_else(|| panic!("no fast path for {line}"));
