@@ -4,6 +4,9 @@
 
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
+# Binaries are built for the host's own triple, named (.cargo/config.toml).
+HOST_TRIPLE := $(shell rustc -vV | sed -n 's/^host: //p')
+BIN_ROOT := $(CARGO_TARGET_DIR)/$(HOST_TRIPLE)
 APT_PACKAGES := runc crun busybox-static podman containerd libseccomp-dev pkg-config \
                 gcc libc6-dev iproute2 procps jq hyperfine python3 python3-jsonschema \
                 golang-github-opencontainers-specs-dev
@@ -68,7 +71,7 @@ bench: deps components probes
 # followed by the debris check. Nothing timed in `test`.
 SOAK_KILL_TRIALS ?= 200
 soak: build
-	SANDBOY=$(CARGO_TARGET_DIR)/debug/sandboy python3 tests/soak/soak.py
+	SANDBOY=$(BIN_ROOT)/debug/sandboy python3 tests/soak/soak.py
 	SANDBOY_KILL_TRIALS=$(SOAK_KILL_TRIALS) cargo test -p sandboy-tests --test reliability kill_ -- --test-threads=1 --nocapture
 
 # PREFIX (default /usr/local): binaries in $(PREFIX)/bin, the adapter
@@ -81,9 +84,9 @@ SHARE := $(PREFIX)/share/sandboy
 install: deps components
 	cargo build --workspace --bins $(if $(filter release,$(INSTALL_PROFILE)),--release,--tests)
 	install -d $(PREFIX)/bin $(SHARE)/components $(SHARE)/policies
-	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy $(PREFIX)/bin/sandboy
-	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy-wasm $(PREFIX)/bin/sandboy-wasm
-	install -m 0755 $(CARGO_TARGET_DIR)/$(INSTALL_PROFILE:dev=debug)/sandboy-spec-gen $(PREFIX)/bin/sandboy-spec-gen
+	install -m 0755 $(BIN_ROOT)/$(INSTALL_PROFILE:dev=debug)/sandboy $(PREFIX)/bin/sandboy
+	install -m 0755 $(BIN_ROOT)/$(INSTALL_PROFILE:dev=debug)/sandboy-wasm $(PREFIX)/bin/sandboy-wasm
+	install -m 0755 $(BIN_ROOT)/$(INSTALL_PROFILE:dev=debug)/sandboy-spec-gen $(PREFIX)/bin/sandboy-spec-gen
 	install -m 0644 components/adapters.toml $(SHARE)/adapters.toml
 	install -m 0644 $(CARGO_TARGET_DIR)/components/infersharp.wasm $(CARGO_TARGET_DIR)/components/passthrough.wasm $(SHARE)/components/
 	install -m 0644 policies/ownaudit-adapter.toml $(SHARE)/policies/ownaudit-adapter.toml

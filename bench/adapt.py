@@ -12,7 +12,9 @@ from bench import med  # noqa: E402  (one median for every bench script)
 
 sb, repo = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 20
-target = os.path.dirname(os.path.dirname(os.path.abspath(sb)))
+# $CARGO_TARGET_DIR/<host triple>/<profile>/sandboy (.cargo/config.toml);
+# make components writes $CARGO_TARGET_DIR/components.
+target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(repo, "target")
 components = os.environ.get("SANDBOY_COMPONENTS", os.path.join(target, "components"))
 env = dict(os.environ, SANDBOY_REGISTRY=f"{repo}/components/adapters.toml", SANDBOY_COMPONENTS=components)
 fixture = f"{repo}/components/testdata/infersharp-report.json"

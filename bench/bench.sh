@@ -4,8 +4,10 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
 profile=${BENCH_PROFILE:-release}
-sandboy=$target/$profile/sandboy
-specgen=$target/$profile/sandboy-spec-gen
+# Built for the host's own triple (.cargo/config.toml).
+bins=$target/$(rustc -vV | sed -n 's/^host: //p')/$profile
+sandboy=$bins/sandboy
+specgen=$bins/sandboy-spec-gen
 n=${BENCH_N:-30}
 work=$(mktemp -d /tmp/sandboy-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

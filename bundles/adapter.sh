@@ -11,7 +11,7 @@ set -eu
 dir=$1 tool=$2 input=$3
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
-specgen=${SANDBOY_SPEC_GEN:-$target/debug/sandboy-spec-gen}
+specgen=${SANDBOY_SPEC_GEN:-$target/$(rustc -vV | sed -n 's/^host: //p')/debug/sandboy-spec-gen}
 components=${SANDBOY_COMPONENTS:-${CARGO_TARGET_DIR:-$repo/target}/components}
 [ -f "$input" ] || { echo "$0: input $input not found" >&2; exit 2; }
 

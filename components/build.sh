@@ -22,7 +22,7 @@ cargo build --release --target wasm32-unknown-unknown --manifest-path "$manifest
 cargo build --manifest-path "$manifest" --target-dir "$target" -p componentize
 mkdir -p "$out"
 for name in passthrough infersharp; do
-  "$target/debug/componentize" \
+  "$target/$(rustc -vV | sed -n 's/^host: //p')/debug/componentize" \
     "$target/wasm32-unknown-unknown/release/sandboy_adapter_${name}.wasm" \
     "$out/${name}.wasm"
 done

@@ -4,8 +4,10 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
-SB=$target/debug/sandboy
-SG=$target/debug/sandboy-spec-gen
+# Built for the host's own triple (.cargo/config.toml).
+bins=$target/$(rustc -vV | sed -n 's/^host: //p')/debug
+SB=$bins/sandboy
+SG=$bins/sandboy-spec-gen
 PROBE=$target/probes/probe
 work=$(mktemp -d /tmp/sandboy-demo.XXXXXX)
 root=$work/state

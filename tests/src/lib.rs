@@ -32,17 +32,27 @@ pub fn target_dir() -> PathBuf {
     repo().join("target")
 }
 
-/// The `sandboy` binary under test: `$SANDBOY_BIN`, else the debug build.
+/// Where this build's binaries are: the directory above the test binary's
+/// `deps` (`<target>/<host triple>/debug`, see `.cargo/config.toml`).
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        .filter(|dir| dir.join("sandboy").exists())
+        .unwrap_or_else(|| target_dir().join("debug"))
+}
+
 /// The OCI-wasm host binary, installed next to `sandboy`.
 pub fn wasm_host_bin() -> PathBuf {
     sandboy_bin().with_file_name("sandboy-wasm")
 }
 
+/// The `sandboy` binary under test: `$SANDBOY_BIN`, else the debug build.
 pub fn sandboy_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("SANDBOY_BIN") {
         return PathBuf::from(p);
     }
-    target_dir().join("debug/sandboy")
+    bin_dir().join("sandboy")
 }
 
 /// The `sandboy-spec-gen` binary under test.
@@ -50,7 +60,7 @@ pub fn spec_gen_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("SANDBOY_SPEC_GEN_BIN") {
         return PathBuf::from(p);
     }
-    target_dir().join("debug/sandboy-spec-gen")
+    bin_dir().join("sandboy-spec-gen")
 }
 
 /// Built adapter and WASI components (`make components`, under the cargo

@@ -19,7 +19,9 @@
 //! (glibc < 2.34 builds it outside libc). A `create` or `exec` process
 //! that looked users up on the host afterwards would see local users only
 //! (none does; `list` and `state` never pin); host name lookups (`hosts`,
-//! the egress gateway's) are untouched. musl has no NSS.
+//! the egress gateway's) are untouched. musl has no NSS. The static-pie
+//! build (`.cargo/config.toml`) links glibc statically: its `files` is
+//! built in, so no module is loaded at all, and the pin still applies.
 
 /// The databases a container process may look up (users, groups, the
 /// supplementary groups `initgroups` finds), each limited to `files`.
