@@ -34,12 +34,14 @@ pub fn target_dir() -> PathBuf {
 
 /// Where this build's binaries are: the directory above the test binary's
 /// `deps` (`<target>/<host triple>/debug`, see `.cargo/config.toml`).
+/// Derived, never guessed: `<target>/debug` may still hold binaries of
+/// the layout before the named triple, which a test must not run.
 pub fn bin_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
-        .filter(|dir| dir.join("sandboy").exists())
-        .unwrap_or_else(|| target_dir().join("debug"))
+    let exe = std::env::current_exe().expect("the test binary's own path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in <profile dir>/deps")
+        .to_path_buf()
 }
 
 /// The OCI-wasm host binary, installed next to `sandboy`.

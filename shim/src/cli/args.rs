@@ -29,9 +29,8 @@ impl Cli {
     ///
     /// The per-container commands engines call on every container (`create`,
     /// `start`, `run`, `state`, `kill`, `delete`, `exec`), `wrap` and `adapt`
-    /// (a CI step per tool) are parsed
-    /// by a command tree holding only the global flags and that one
-    /// subcommand: building clap's whole tree (twenty subcommands, about two
+    /// (a CI step per tool) are parsed by a command tree holding only the
+    /// global flags and that one subcommand: building clap's whole tree (twenty subcommands, about two
     /// hundred arguments) was a fifth of the runtime's start-up, paid twice
     /// per `create`/`run`/`exec` (before and after the sealed re-exec). Help,
     /// anything unrecognised and every error go through the full parser, so

@@ -8,9 +8,8 @@
 //! blocks forever on a FIFO with the state dir and cgroups already made.
 
 use std::collections::HashSet;
-use std::path::Path;
-
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 use nix::fcntl::OFlag;
 use nix::sys::statfs::{fstatfs, NSFS_MAGIC};

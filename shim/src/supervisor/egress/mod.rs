@@ -246,6 +246,7 @@ pub struct Refused {
 impl Refused {
     /// The refusal settled: a warn event and the report's entry, with the
     /// client `who` when found.
+    ///
     /// Logged like the audit reader's refusals: the first
     /// [`MAX_WARNINGS`] of a supervisor (one container or step),
     /// then one line saying the rest are only in the report. A red team's
