@@ -81,13 +81,33 @@ impl Runtime {
     /// Delete a container (libcontainer's delete, our leftovers) and then
     /// run its poststop hooks, whose failures are only warnings.
     pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
+        self.destroy_with(c, force, || ()).map(drop)
+    }
+
+    /// [`Runtime::destroy`], calling `last_look` once while the state
+    /// directory still exists, as late as it can: after the cgroups are
+    /// gone when sandboy removes them itself. A foreground `run` reads the
+    /// final denial report there, so the supervisor's last audit drain
+    /// runs while the cgroups are removed instead of before. `None` when
+    /// the delete failed before `last_look` was reached.
+    pub fn destroy_with<T>(
+        &self,
+        c: &mut Container,
+        force: bool,
+        last_look: impl FnOnce() -> T,
+    ) -> Result<Option<T>> {
         let config = YoukiConfig::load(&c.root).ok();
         // Read now: libcontainer's delete removes the state directory.
         let supervisor = supervisor_of(&c.root);
         self.no_exec_in_flight(c.id());
+        let looked;
         let hooks = match config {
-            Some(cfg) if delete_stopped(c, &cfg) => super::poststop::of(&cfg),
+            Some(cfg) if delete_stopped(c, &cfg) => {
+                looked = last_look();
+                super::poststop::of(&cfg)
+            }
             config => {
+                looked = last_look();
                 let hooks = config
                     .map(|cfg| super::poststop::take(c, cfg))
                     .unwrap_or_default();
@@ -99,7 +119,7 @@ impl Runtime {
                         tracing::debug!(id = c.id(), error = %e, "deleted concurrently");
                         self.remove_leftovers(c.id());
                         self.remove_lock(c.id());
-                        return Ok(());
+                        return Ok(Some(looked));
                     }
                     super::poststop::restore(c, hooks);
                     return Err(e.into());
@@ -112,7 +132,7 @@ impl Runtime {
         wait_supervisor(supervisor, c.id());
         self.remove_leftovers(c.id());
         self.remove_lock(c.id());
-        Ok(())
+        Ok(Some(looked))
     }
 
     /// `delete --force` of a container whose state cannot be read: its

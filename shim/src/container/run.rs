@@ -118,17 +118,28 @@ impl Runtime {
             .learn
             .as_ref()
             .map_or(Ok(()), |_| crate::supervisor::learn::result(&self.dir(id)));
-        let refusals = self.collect_report(id, mode.report.as_deref())?;
-        if !mode.keep {
+        let report = || self.collect_report(id, mode.report.as_deref());
+        let refusals = if mode.keep {
+            report()?
+        } else {
             // The init is reaped: record it stopped, so that the delete
             // takes the stopped container's path (no libcgroups manager,
             // whose construction reads mountinfo once per v1 hierarchy).
             let _ = container.refresh_status();
-            if let Err(e) = self.destroy(&mut container, true) {
-                tracing::warn!(id, error = %e, "delete after run failed");
-                self.remove_leftovers(id);
+            // The report is read inside the delete, once the cgroups are
+            // gone: the supervisor's last drain overlaps that work.
+            match self.destroy_with(&mut container, true, report) {
+                Ok(Some(refusals)) => refusals?,
+                failed => {
+                    if let Err(e) = failed {
+                        tracing::warn!(id, error = %e, "delete after run failed");
+                    }
+                    let refusals = report();
+                    self.remove_leftovers(id);
+                    refusals?
+                }
             }
-        }
+        };
         learned?;
         Ok(Ran {
             status: status?,

@@ -14,8 +14,9 @@
 //! be a checkout's, and its header the attacker's). A script's `#!` interpreter itself is not granted: the line is
 //! the script's, so a checkout's `./ci.sh` starting `#!/usr/bin/perl` ran
 //! perl under `--exec .` (a red team); it must be in `[fs] exec`, or the
-//! exec is refused (126). When the program is dynamic, or when anything is in `[fs] exec` (its
-//! children may be dynamic), the standard library directories (`/lib`,
+//! exec is refused (126). When the program is dynamic, or when an `[fs] exec`
+//! entry may run a dynamic program (a directory, a script, a dynamic ELF;
+//! not a static ELF file), the standard library directories (`/lib`,
 //! `/lib64`, `/usr/lib`, `/usr/lib64`, `/usr/local/lib`, those that exist)
 //! and `/etc/ld.so.cache` are granted *read* only — never exec, so nothing
 //! under `/usr/lib` becomes runnable — and the architecture's standard
@@ -45,7 +46,10 @@ const PT_INTERP: u32 = 3;
 pub fn grant(policy: &mut Policy, program: Option<&Path>) {
     let mut interps: Vec<PathBuf> = program.map(interpreters).unwrap_or_default();
     let dynamic = !interps.is_empty();
-    if !dynamic && policy.exec.is_empty() {
+    // What children may run is what `[fs] exec` lists: a directory or a
+    // script may hold a dynamic program, a static ELF file (the wasm host
+    // `adapt` runs) never needs the loader.
+    if !dynamic && policy.exec.iter().all(|e| static_elf(Path::new(e))) {
         return;
     }
     if Path::new(ARCH_LOADER).exists() {
@@ -87,6 +91,17 @@ fn a_loader(interp: &Path) -> bool {
         tracing::warn!(interp = %interp.display(), "wrap: the program's ELF interpreter is not granted: it is not a file in a standard library directory (name it in [fs] exec to grant it)");
     }
     regular && in_lib
+}
+
+/// Whether `path` is an ELF file without a `PT_INTERP`: running it needs
+/// no loader. A file that cannot be read or parsed counts as static, so
+/// nothing is granted for it: its exec then fails rather than widening.
+fn static_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    let elf = File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| &magic == b"\x7fELF");
+    elf && elf_interp(path).is_none()
 }
 
 /// The `PT_INTERP` of `program`, or of its `#!` interpreter if it is a
@@ -204,6 +219,17 @@ mod tests {
         assert!(!a_loader(Path::new("/usr/lib")));
         assert!(!a_loader(Path::new("/etc/passwd")));
         assert!(!a_loader(Path::new("/usr/bin/sh")));
+    }
+
+    #[test]
+    fn only_an_elf_file_without_interpreter_is_static() {
+        assert!(!static_elf(Path::new("/bin/sh")), "dynamic on Debian");
+        assert!(!static_elf(Path::new("/")));
+        assert!(!static_elf(Path::new("/etc/passwd")));
+        // This test binary: static-pie where `crt-static` is on
+        // (.cargo/config.toml), dynamic elsewhere.
+        let me = std::env::current_exe().unwrap();
+        assert_eq!(static_elf(&me), cfg!(target_feature = "crt-static"));
     }
 
     #[test]
