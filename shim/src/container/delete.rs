@@ -271,7 +271,7 @@ fn wait_supervisor(supervisor: Option<Pidfd>, id: &str) {
 }
 
 /// The container's running supervisor, from its state directory.
-fn supervisor_of(state_dir: &std::path::Path) -> Option<Pidfd> {
+pub(super) fn supervisor_of(state_dir: &std::path::Path) -> Option<Pidfd> {
     let recorded = fs::read_to_string(state_dir.join(crate::supervisor::PID_FILE)).ok()?;
     super::identity::handle(&recorded)
 }

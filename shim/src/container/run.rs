@@ -112,7 +112,7 @@ impl Runtime {
         if opts.learn.is_some() {
             // The supervisor writes the learned policy once every observed
             // process is gone, then exits.
-            denials::wait_final(&self.dir(id), LEARN_WAIT);
+            wait_supervisor_done(&self.dir(id), LEARN_WAIT);
         }
         let learned = opts
             .learn
@@ -151,7 +151,7 @@ impl Runtime {
     /// even when empty, so a script can rely on the file).
     fn collect_report(&self, id: &str, to: Option<&std::path::Path>) -> Result<Vec<Denial>> {
         let dir = self.dir(id);
-        denials::wait_final(&dir, REPORT_WAIT);
+        wait_supervisor_done(&dir, REPORT_WAIT);
         let path = dir.join(denials::REPORT_FILE);
         if let Some(to) = to {
             let text = std::fs::read(&path).unwrap_or_default();
@@ -159,6 +159,16 @@ impl Runtime {
                 .map_err(|e| Failure::runtime(format!("--report {}: {e}", to.display())))?;
         }
         Ok(denials::read_report(&path))
+    }
+}
+
+/// Wait until the container's supervisor has exited, at most `limit`: its
+/// last report (or the learned policy) is written by then. It is this
+/// process's child, and a pidfd wakes the moment it exits; no thread (a
+/// thread blocked on the report's lock cost a foreground run 0.3–0.4 ms).
+fn wait_supervisor_done(state_dir: &std::path::Path, limit: Duration) {
+    if let Some(supervisor) = super::delete::supervisor_of(state_dir) {
+        let _ = supervisor.wait_exit(limit);
     }
 }
 

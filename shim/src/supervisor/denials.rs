@@ -137,45 +137,6 @@ pub fn collecting(state_dir: &Path) -> bool {
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockSharedNonblock).is_err()
 }
 
-/// Wait until the supervisor of a container has written its last report
-/// (it holds [`LOCK_FILE`] until it exits), at most `limit`.
-pub fn wait_final(state_dir: &Path, limit: Duration) {
-    let Ok(file) = fs::File::open(state_dir.join(LOCK_FILE)) else {
-        return;
-    };
-    // The supervisor usually finishes within a millisecond of the init's
-    // exit, so the wait is on every foreground run with reports: a blocking
-    // lock wakes the moment it is released, where a poll would add half its
-    // period on average. The lock is taken on a thread so that a supervisor
-    // that never exits costs `limit`, not forever; that thread is left
-    // blocked then, and ends with the process.
-    let deadline = Instant::now() + limit;
-    let (done, finished) = std::sync::mpsc::channel();
-    let polled = file.try_clone();
-    let waiter = std::thread::Builder::new()
-        .name("report-wait".into())
-        .spawn(move || {
-            let _lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared);
-            let _ = done.send(());
-        });
-    match (waiter, polled) {
-        (Ok(_), _) => {
-            let _ = finished.recv_timeout(limit);
-        }
-        // No thread to spare: poll instead.
-        (Err(_), Ok(file)) => {
-            while Instant::now() < deadline {
-                let Ok(copy) = file.try_clone() else { return };
-                if nix::fcntl::Flock::lock(copy, nix::fcntl::FlockArg::LockSharedNonblock).is_ok() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_micros(500));
-            }
-        }
-        (Err(_), Err(_)) => {}
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Record text
 
