@@ -1629,6 +1629,44 @@ fn a_decoy_loader_grants_nothing() {
     }
 }
 
+/// `[fs] exec` naming only static programs grants nothing of the loader
+/// (the wasm host `adapt` runs is one): no library directory becomes
+/// readable. A directory in `[fs] exec`, whose programs may be dynamic,
+/// grants them read-only, as before.
+#[test]
+fn a_static_program_in_exec_grants_no_library_directory() {
+    let Some(env) = Env::new("a_static_program_in_exec_grants_no_library_directory") else {
+        return;
+    };
+    let bb = env.user.reachable_copy(Path::new("/bin/busybox"), &env.dir);
+    let bb = bb.to_str().unwrap();
+    let lib = "/usr/lib/os-release";
+    for tier in TIERS {
+        let run = |extra: &[&str]| {
+            let mut c = env.user.cmd(&env.sandboy);
+            c.args(["wrap", "--isolation", tier, "--exec", bb])
+                .args(extra)
+                .args(["--", bb, "cat", lib])
+                .current_dir(env.dir.path().join("cwd"));
+            output_timeout(&mut c, std::time::Duration::from_secs(60))
+        };
+        // Refused: the static program runs, the library directory is not
+        // readable (the landlock tier refuses it; the namespaces tier
+        // never mounts it).
+        let o = run(&[]);
+        assert_ne!(o.status.code(), Some(0), "{tier}: {}", text(&o.stdout));
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("Permission denied") || e.contains("No such file"),
+            "{tier}: {e}"
+        );
+        // Allowed: with a directory in `[fs] exec`, it is.
+        let o = run(&["--exec", "/usr/bin"]);
+        assert_exit(&o, 0);
+        assert!(text(&o.stdout).contains("ID="), "{tier}");
+    }
+}
+
 /// A red team's two runs of one policy in the landlock tier: the first
 /// step replaced `~/w/data` (a read rule below the write path `~/w`) by a
 /// link to `/`; wrap resolved its rules with `canonicalize` before the

@@ -81,21 +81,22 @@ impl Runtime {
     /// Delete a container (libcontainer's delete, our leftovers) and then
     /// run its poststop hooks, whose failures are only warnings.
     pub fn destroy(&self, c: &mut Container, force: bool) -> Result<()> {
-        self.destroy_with(c, force, || ()).map(drop)
+        self.destroy_with(c, force, |_| ()).1
     }
 
-    /// [`Runtime::destroy`], calling `last_look` once while the state
-    /// directory still exists, as late as it can: after the cgroups are
-    /// gone when sandboy removes them itself. A foreground `run` reads the
-    /// final denial report there, so the supervisor's last audit drain
-    /// runs while the cgroups are removed instead of before. `None` when
-    /// the delete failed before `last_look` was reached.
+    /// [`Runtime::destroy`], calling `last_look` exactly once, with the
+    /// container's supervisor (if one runs), while the state directory
+    /// still exists, as late as it can: after the cgroups are gone when
+    /// sandboy removes them itself. A foreground `run` reads the final
+    /// denial report there, so the supervisor's last audit drain runs
+    /// while the cgroups are removed instead of before. What `last_look`
+    /// returned comes back whether or not the delete then succeeded.
     pub fn destroy_with<T>(
         &self,
         c: &mut Container,
         force: bool,
-        last_look: impl FnOnce() -> T,
-    ) -> Result<Option<T>> {
+        last_look: impl FnOnce(Option<&Pidfd>) -> T,
+    ) -> (T, Result<()>) {
         let config = YoukiConfig::load(&c.root).ok();
         // Read now: libcontainer's delete removes the state directory.
         let supervisor = supervisor_of(&c.root);
@@ -103,11 +104,11 @@ impl Runtime {
         let looked;
         let hooks = match config {
             Some(cfg) if delete_stopped(c, &cfg) => {
-                looked = last_look();
+                looked = last_look(supervisor.as_ref());
                 super::poststop::of(&cfg)
             }
             config => {
-                looked = last_look();
+                looked = last_look(supervisor.as_ref());
                 let hooks = config
                     .map(|cfg| super::poststop::take(c, cfg))
                     .unwrap_or_default();
@@ -119,10 +120,10 @@ impl Runtime {
                         tracing::debug!(id = c.id(), error = %e, "deleted concurrently");
                         self.remove_leftovers(c.id());
                         self.remove_lock(c.id());
-                        return Ok(Some(looked));
+                        return (looked, Ok(()));
                     }
                     super::poststop::restore(c, hooks);
-                    return Err(e.into());
+                    return (looked, Err(e.into()));
                 }
                 hooks
             }
@@ -132,7 +133,7 @@ impl Runtime {
         wait_supervisor(supervisor, c.id());
         self.remove_leftovers(c.id());
         self.remove_lock(c.id());
-        Ok(Some(looked))
+        (looked, Ok(()))
     }
 
     /// `delete --force` of a container whose state cannot be read: its

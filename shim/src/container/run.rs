@@ -12,6 +12,7 @@ use nix::unistd::Pid;
 use super::{CreateOptions, Runtime};
 use crate::error::{Failure, Result};
 use crate::supervisor::denials::{self, Denial};
+use crate::supervisor::pidfd::Pidfd;
 
 /// How `run` treats the started container.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +45,7 @@ impl Ran {
 }
 
 /// Longest wait for the supervisor's last report after the init exited
-/// (it drains records for a moment, see `supervisor::DRAIN`).
+/// (it drains records for a moment, see `supervisor::MARK_WAIT`).
 const REPORT_WAIT: Duration = Duration::from_secs(3);
 
 /// Longest wait for a learning container's supervisor to write the policy
@@ -112,15 +113,20 @@ impl Runtime {
         if opts.learn.is_some() {
             // The supervisor writes the learned policy once every observed
             // process is gone, then exits.
-            wait_supervisor_done(&self.dir(id), LEARN_WAIT);
+            wait_exit(
+                super::delete::supervisor_of(&self.dir(id)).as_ref(),
+                LEARN_WAIT,
+            );
         }
         let learned = opts
             .learn
             .as_ref()
             .map_or(Ok(()), |_| crate::supervisor::learn::result(&self.dir(id)));
-        let report = || self.collect_report(id, mode.report.as_deref());
+        let report = |supervisor: Option<&Pidfd>| {
+            self.collect_report(id, mode.report.as_deref(), supervisor)
+        };
         let refusals = if mode.keep {
-            report()?
+            report(super::delete::supervisor_of(&self.dir(id)).as_ref())?
         } else {
             // The init is reaped: record it stopped, so that the delete
             // takes the stopped container's path (no libcgroups manager,
@@ -128,17 +134,12 @@ impl Runtime {
             let _ = container.refresh_status();
             // The report is read inside the delete, once the cgroups are
             // gone: the supervisor's last drain overlaps that work.
-            match self.destroy_with(&mut container, true, report) {
-                Ok(Some(refusals)) => refusals?,
-                failed => {
-                    if let Err(e) = failed {
-                        tracing::warn!(id, error = %e, "delete after run failed");
-                    }
-                    let refusals = report();
-                    self.remove_leftovers(id);
-                    refusals?
-                }
+            let (refusals, deleted) = self.destroy_with(&mut container, true, report);
+            if let Err(e) = deleted {
+                tracing::warn!(id, error = %e, "delete after run failed");
+                self.remove_leftovers(id);
             }
+            refusals?
         };
         learned?;
         Ok(Ran {
@@ -148,10 +149,16 @@ impl Runtime {
     }
 
     /// The container's final denial report, copied to `--report` (written
-    /// even when empty, so a script can rely on the file).
-    fn collect_report(&self, id: &str, to: Option<&std::path::Path>) -> Result<Vec<Denial>> {
+    /// even when empty, so a script can rely on the file), once its
+    /// `supervisor` has written it and exited.
+    fn collect_report(
+        &self,
+        id: &str,
+        to: Option<&std::path::Path>,
+        supervisor: Option<&Pidfd>,
+    ) -> Result<Vec<Denial>> {
         let dir = self.dir(id);
-        wait_supervisor_done(&dir, REPORT_WAIT);
+        wait_exit(supervisor, REPORT_WAIT);
         let path = dir.join(denials::REPORT_FILE);
         if let Some(to) = to {
             let text = std::fs::read(&path).unwrap_or_default();
@@ -166,8 +173,8 @@ impl Runtime {
 /// last report (or the learned policy) is written by then. It is this
 /// process's child, and a pidfd wakes the moment it exits; no thread (a
 /// thread blocked on the report's lock cost a foreground run 0.3–0.4 ms).
-fn wait_supervisor_done(state_dir: &std::path::Path, limit: Duration) {
-    if let Some(supervisor) = super::delete::supervisor_of(state_dir) {
+fn wait_exit(supervisor: Option<&Pidfd>, limit: Duration) {
+    if let Some(supervisor) = supervisor {
         let _ = supervisor.wait_exit(limit);
     }
 }

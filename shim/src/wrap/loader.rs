@@ -94,14 +94,12 @@ fn a_loader(interp: &Path) -> bool {
 }
 
 /// Whether `path` is an ELF file without a `PT_INTERP`: running it needs
-/// no loader. A file that cannot be read or parsed counts as static, so
-/// nothing is granted for it: its exec then fails rather than widening.
+/// no loader. Anything else (a directory, a script, a file it cannot read)
+/// may run a dynamic program. An ELF file whose headers cannot be parsed
+/// counts as static, so nothing is granted for it: its exec then fails
+/// rather than widening.
 fn static_elf(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    let elf = File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| &magic == b"\x7fELF");
-    elf && elf_interp(path).is_none()
+    matches!(elf(path), Some(None))
 }
 
 /// The `PT_INTERP` of `program`, or of its `#!` interpreter if it is a
@@ -136,20 +134,37 @@ fn shebang(path: &Path) -> Option<PathBuf> {
 /// The interpreter path in an ELF file's `PT_INTERP` program header
 /// (little-endian ELF32/ELF64); `None` for static or non-ELF files.
 pub fn elf_interp(path: &Path) -> Option<PathBuf> {
+    elf(path).flatten()
+}
+
+/// `None` when `path` is no ELF file (or cannot be read); else its
+/// `PT_INTERP`, `None` when it has none or its headers cannot be parsed
+/// (short, big-endian, odd program headers). One open and read for both
+/// questions [`static_elf`] and [`elf_interp`] ask.
+fn elf(path: &Path) -> Option<Option<PathBuf>> {
     let mut f = File::open(path).ok()?;
-    let mut h = [0u8; 64];
-    f.read_exact(&mut h).ok()?;
-    if &h[..4] != b"\x7fELF" || h[5] != 1 {
+    let mut head = Vec::with_capacity(64);
+    f.by_ref().take(64).read_to_end(&mut head).ok()?;
+    if !head.starts_with(b"\x7fELF") {
         return None;
     }
+    match <[u8; 64]>::try_from(head) {
+        Ok(h) if h[5] == 1 => Some(interpreter(&mut f, &h)),
+        _ => Some(None),
+    }
+}
+
+/// The `PT_INTERP` named by the program headers of `f`, whose ELF header
+/// (little-endian) is `h`.
+fn interpreter(f: &mut File, h: &[u8; 64]) -> Option<PathBuf> {
     let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
     let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as u64;
     let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
     let elf64 = h[4] == 2;
     let (phoff, phentsize, phnum) = if elf64 {
-        (u64_at(&h, 0x20), u16_at(&h, 0x36), u16_at(&h, 0x38))
+        (u64_at(h, 0x20), u16_at(h, 0x36), u16_at(h, 0x38))
     } else {
-        (u32_at(&h, 0x1c), u16_at(&h, 0x2a), u16_at(&h, 0x2c))
+        (u32_at(h, 0x1c), u16_at(h, 0x2a), u16_at(h, 0x2c))
     };
     if !(32..=64).contains(&phentsize) || phnum > 256 {
         return None;
