@@ -404,11 +404,6 @@ impl Runtime {
         let egress = super::egress::listen(&annotations, init.as_raw())?;
         let duties = Duties {
             timeout: super::bundle::timeout(&annotations)?.map(|s| s.0),
-            // Held while the supervisor runs: `exec` sees a reporting
-            // supervisor by it (`denials::collecting`).
-            report_lock: ((egress.is_some() || learn.is_some()) && denials.is_none())
-                .then(|| denials::report_lock(&state_dir))
-                .flatten(),
             denials,
             egress,
             learn,

@@ -596,9 +596,8 @@ impl Duty {
     }
 }
 
-/// The report's lock, taken (see [`Duty::lock`]); the egress gateway takes
-/// it too when it reports without audit records.
-pub fn report_lock(state_dir: &Path) -> Option<fs::File> {
+/// The report's lock, taken (see [`Duty::lock`]).
+fn report_lock(state_dir: &Path) -> Option<fs::File> {
     let lock = fs::OpenOptions::new()
         .create(true)
         .truncate(false)

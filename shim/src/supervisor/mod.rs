@@ -50,10 +50,6 @@ pub struct Duties {
     /// Observe the container through its learning filter and write the
     /// policy it needs (`run --learn`).
     pub learn: Option<learn::Duty>,
-    /// The report's lock when the gateway reports without audit records
-    /// (kept for the lock, never read; see [`denials::Duty::lock`]).
-    #[allow(dead_code)]
-    pub report_lock: Option<std::fs::File>,
 }
 
 impl Duties {
